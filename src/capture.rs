@@ -1,0 +1,151 @@
+//! `capture`: writes the capture tree of a root (normally the live machine) for offline analysis:
+//! host counters, the DRM devices, and for each process holding GPU fds its comm, cmdline, a
+//! minimal status, the allow-listed environment, its GPU fd links and their fdinfo verbatim.
+
+use crate::root::Root;
+use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
+use crate::sources::{meminfo, proc_pid};
+use crate::tree_writer::TreeWriter;
+use serde::Serialize;
+use std::io;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A capture that could not be written.
+#[derive(Debug, Error)]
+pub enum CaptureError {
+    /// The root could not be sampled.
+    #[error(transparent)]
+    Sample(#[from] SampleError),
+    /// Writing the tree or the archive failed.
+    #[error("cannot write capture {path}: {source}")]
+    Write {
+        /// Where.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// What a capture contains.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureSummary {
+    /// Processes written.
+    pub processes: usize,
+    /// DRM fds written.
+    pub drm_fds: usize,
+    /// Devices written.
+    pub devices: usize,
+}
+
+#[derive(Serialize)]
+struct Manifest<'a> {
+    schema: &'static str,
+    gpuledger_version: &'static str,
+    time: String,
+    source_root: &'a str,
+    page_size: u64,
+    summary: &'a CaptureSummary,
+}
+
+/// Writes the capture tree of `root` into `dest` (a directory).
+pub fn capture_tree(root: Root, pids: Option<Vec<u32>>, dest: &Path) -> Result<CaptureSummary, CaptureError> {
+    let werr = |source| CaptureError::Write {
+        path: dest.to_path_buf(),
+        source,
+    };
+    let scope = match pids {
+        Some(p) => Scope::Pids(p.into_iter().collect()),
+        None => Scope::All,
+    };
+    let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
+    let snap = sampler.sample()?;
+    let root = sampler.root();
+    let w = TreeWriter::new(dest).map_err(werr)?;
+    for (rel, text) in [
+        ("proc/meminfo", meminfo::read_meminfo(root)),
+        ("proc/vmstat", meminfo::read_vmstat(root)),
+        ("proc/version", meminfo::read_version(root)),
+        ("etc/os-release", root.read_string("etc/os-release")),
+    ] {
+        if let Ok(t) = text {
+            w.file(rel, t).map_err(werr)?;
+        }
+    }
+    for d in &snap.devices {
+        w.device(d).map_err(werr)?;
+    }
+    let mut drm_fds = 0;
+    for p in &snap.processes {
+        let dir = format!("proc/{}", p.pid);
+        w.file(format!("{dir}/comm"), format!("{}\n", p.comm)).map_err(werr)?;
+        w.file(format!("{dir}/cmdline"), nul_joined(&p.cmdline)).map_err(werr)?;
+        let env: Vec<String> = p.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        w.file(format!("{dir}/environ"), nul_joined(&env)).map_err(werr)?;
+        let mut status = format!("Name:\t{}\n", p.comm);
+        if let Some(pp) = p.ppid {
+            status.push_str(&format!("PPid:\t{pp}\n"));
+        }
+        if !p.nspid.is_empty() {
+            let ns: Vec<String> = p.nspid.iter().map(u32::to_string).collect();
+            status.push_str(&format!("NSpid:\t{}\n", ns.join("\t")));
+        }
+        w.file(format!("{dir}/status"), status).map_err(werr)?;
+        for g in &p.other_gpu_fds {
+            w.symlink(format!("{dir}/fd/{}", g.fd), &g.path).map_err(werr)?;
+        }
+        for f in &p.drm {
+            // Verbatim: read again rather than re-print the parsed form.
+            let Ok(raw) = proc_pid::read_fdinfo(root, p.pid, f.fd) else {
+                continue;
+            };
+            w.symlink(format!("{dir}/fd/{}", f.fd), &f.path).map_err(werr)?;
+            w.file(format!("{dir}/fdinfo/{}", f.fd), raw).map_err(werr)?;
+            drm_fds += 1;
+        }
+    }
+    let summary = CaptureSummary {
+        processes: snap.processes.len(),
+        drm_fds,
+        devices: snap.devices.len(),
+    };
+    let manifest = Manifest {
+        schema: "gpuledger.capture/1",
+        gpuledger_version: env!("CARGO_PKG_VERSION"),
+        time: crate::outputs::json::rfc3339(snap.time_ms),
+        source_root: root.label(),
+        page_size: snap.page_size,
+        summary: &summary,
+    };
+    let json = serde_json::to_string_pretty(&manifest).expect("plain data serialises");
+    w.file("gpuledger-capture.json", json + "\n").map_err(werr)?;
+    Ok(summary)
+}
+
+/// Writes a capture of `root` as a `.tar.zst` archive at `out` (or a tree, if `out` has no
+/// archive suffix).
+pub fn capture(root: Root, pids: Option<Vec<u32>>, out: &Path) -> Result<CaptureSummary, CaptureError> {
+    let name = out.to_string_lossy();
+    if !(name.ends_with(".tar.zst") || name.ends_with(".tzst") || name.ends_with(".tar")) {
+        return capture_tree(root, pids, out);
+    }
+    let tmp = tempfile::tempdir().map_err(|source| CaptureError::Write {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let summary = capture_tree(root, pids, tmp.path())?;
+    crate::archive::pack(tmp.path(), out).map_err(|source| CaptureError::Write {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    Ok(summary)
+}
+
+fn nul_joined(items: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in items {
+        out.extend_from_slice(i.as_bytes());
+        out.push(0);
+    }
+    out
+}

@@ -1,0 +1,44 @@
+//! One function per command. They wire library pieces together and print.
+
+mod capture;
+mod snapshot;
+
+use crate::cli::{Cli, Command};
+use anyhow::{Context, Result};
+use gpuledger::findings::Thresholds;
+use gpuledger::root::Root;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let thresholds = thresholds(&cli.thresholds)?;
+    match cli.command {
+        None => snapshot::run(cli.root.as_deref(), &cli.snapshot, &thresholds),
+        Some(Command::Capture { output, pids }) => capture::run(cli.root.as_deref(), &output, pids),
+    }
+}
+
+fn thresholds(assignments: &[String]) -> Result<Thresholds> {
+    let mut t = Thresholds::default();
+    for a in assignments {
+        t.set(a).with_context(|| format!("in --threshold {a}"))?;
+    }
+    Ok(t)
+}
+
+/// Opens `--root`, or the live machine.
+pub fn open_root(path: Option<&std::path::Path>) -> Result<Root> {
+    match path {
+        None => Ok(Root::live()),
+        Some(p) => Root::open(p).context("in --root"),
+    }
+}
+
+/// Writes to stdout; a closed pipe ends quietly (main treats BrokenPipe as success).
+pub fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! Host-side findings: `driver_held_host` and `host_pressure`.
+
+use super::{percent, Finding, Kind, Severity, Thresholds};
+use crate::ledger::Ledger;
+use crate::units::human_bytes;
+
+pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
+    let (held, source) = ledger.host.driver_held()?;
+    let total = ledger.host.mem_total?;
+    let per_fd = ledger.host_class_resident();
+    // The residual alone is no proof of a GPU driver: only count it when GPU clients hold host memory.
+    if source == "unaccounted" && per_fd == 0 {
+        return None;
+    }
+    let floor = t.driver_held_min_bytes.max((total as f64 * t.driver_held_min_share) as u64);
+    if held < floor {
+        return None;
+    }
+    let explained = (per_fd as f64 / held as f64).min(1.0);
+    let what = if source == "unaccounted" {
+        format!(
+            "{} of host RAM ({:.0} % of MemTotal) is in use with no kernel counter explaining it (unaccounted; this kernel has no GPUActive)",
+            human_bytes(held),
+            percent(held, total)
+        )
+    } else {
+        format!(
+            "the GPU driver holds {} of host RAM ({source}, {:.0} % of MemTotal)",
+            human_bytes(held),
+            percent(held, total)
+        )
+    };
+    let severity = if held as f64 >= total as f64 * 0.25 { Severity::Critical } else { Severity::Warning };
+    Some(Finding {
+        kind: Kind::DriverHeldHost,
+        severity,
+        message: format!(
+            "{what}; per-fd host-class resident bytes explain {:.0} % of it ({}): check the peer_mirror findings and run the job under `gpuledger guard`; see --explain driver_held_host",
+            explained * 100.0,
+            human_bytes(per_fd)
+        ),
+        pid: None,
+        rank: None,
+        device: None,
+        peer: None,
+        bytes: held,
+        ratio: Some(explained),
+        backing: None,
+        source: Some(source.to_string()),
+    })
+}
+
+pub(super) fn pressure(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
+    let total = ledger.host.mem_total?;
+    let avail = ledger.host.mem_available?;
+    let gpu_host = ledger.host_class_resident();
+    if gpu_host == 0 || avail as f64 >= total as f64 * t.pressure_available_share {
+        return None;
+    }
+    let severity = if (avail as f64) < total as f64 * t.pressure_available_share / 2.0 {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    Some(Finding {
+        kind: Kind::HostPressure,
+        severity,
+        message: format!(
+            "MemAvailable is {} of {} ({:.0} %) while GPU clients hold {} of host-class memory: the kernel will soon fail allocations; stop the job or run it under `gpuledger guard`; see --explain host_pressure",
+            human_bytes(avail),
+            human_bytes(total),
+            percent(avail, total),
+            human_bytes(gpu_host)
+        ),
+        pid: None,
+        rank: None,
+        device: None,
+        peer: None,
+        bytes: avail,
+        ratio: Some(avail as f64 / total.max(1) as f64),
+        backing: None,
+        source: Some("MemAvailable".into()),
+    })
+}

@@ -1,0 +1,394 @@
+//! Attribution: Snapshot → Ledger. Bytes per process × device × region, each DRM client counted
+//! once, host totals and the evidence of driver-held host memory.
+//!
+//! A client is keyed by (device, `drm-client-id`): dup'd fds, fds inherited across fork and fds
+//! passed over a socket share one `struct drm_file` and print the same id, so the same bytes appear
+//! under several fds and pids. Each client is counted once, for its lowest holder pid (the parent
+//! of a fork), and every holder is listed on the client.
+
+use crate::snapshot::{ScanStats, Snapshot};
+use crate::sources::drm_devices::DeviceInfo;
+use crate::sources::drm_fdinfo::RegionStats;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where a memory region lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemClass {
+    /// On the device: VRAM, local memory.
+    Device,
+    /// Host RAM used by the GPU: GTT, system, cpu, and `memory` of integrated GPUs.
+    Host,
+    /// Stolen / carve-out memory.
+    Stolen,
+}
+
+impl MemClass {
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemClass::Device => "device",
+            MemClass::Host => "host",
+            MemClass::Stolen => "stolen",
+        }
+    }
+}
+
+/// Classifies a region name (xe `vram0`/`gtt`/`system`/`stolen`, i915 `local0`/`system0`/
+/// `stolen-*`, amdgpu `vram`/`gtt`/`cpu` and on-chip `gds`/`gws`/`oa`/`doorbell`/`mmioremap`,
+/// generic `memory`). Unknown names containing `vram`/`local` are device, `stolen` is stolen,
+/// anything else host.
+pub fn classify(region: &str) -> MemClass {
+    if region.starts_with("stolen") {
+        return MemClass::Stolen;
+    }
+    let on_chip = ["gds", "gws", "oa", "doorbell", "mmioremap"];
+    if region.starts_with("vram") || region.starts_with("local") || on_chip.contains(&region) {
+        return MemClass::Device;
+    }
+    if region.contains("vram") || region.contains("local") {
+        return MemClass::Device;
+    }
+    MemClass::Host
+}
+
+/// Host memory totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostTotals {
+    /// MemTotal.
+    pub mem_total: Option<u64>,
+    /// MemAvailable.
+    pub mem_available: Option<u64>,
+    /// GPUActive (meminfo), else `nr_gpu_active` × page size.
+    pub gpu_active: Option<u64>,
+    /// GPUReclaim (meminfo), else `nr_gpu_reclaim` × page size.
+    pub gpu_reclaim: Option<u64>,
+    /// Which counter `gpu_active` came from.
+    pub gpu_active_source: Option<String>,
+    /// Memory the kernel handed out that no meminfo counter explains (DESIGN.md formula).
+    pub unaccounted: Option<u64>,
+}
+
+impl HostTotals {
+    /// Driver-held host memory and the counter it came from: GPUActive, nr_gpu_active, else the
+    /// unaccounted residual.
+    pub fn driver_held(&self) -> Option<(u64, &str)> {
+        match (self.gpu_active, &self.gpu_active_source) {
+            (Some(v), Some(src)) => Some((v, src.as_str())),
+            _ => self.unaccounted.map(|u| (u, "unaccounted")),
+        }
+    }
+}
+
+/// Bytes of one region on one device for one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Device id.
+    pub device: String,
+    /// Raw region name.
+    pub region: String,
+    /// Its class.
+    pub class: MemClass,
+    /// drm-total.
+    pub total: Option<u64>,
+    /// drm-resident (or legacy drm-memory).
+    pub resident: Option<u64>,
+    /// drm-shared.
+    pub shared: Option<u64>,
+    /// drm-purgeable.
+    pub purgeable: Option<u64>,
+    /// drm-active.
+    pub active: Option<u64>,
+}
+
+/// One DRM client (open file description), counted once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Client {
+    /// Device id.
+    pub device: String,
+    /// drm-client-id.
+    pub client_id: Option<u64>,
+    /// drm-driver.
+    pub driver: Option<String>,
+    /// The pid it is attributed to.
+    pub owner: u32,
+    /// Every (pid, fd) that refers to it.
+    pub holders: Vec<(u32, u32)>,
+    /// Its regions.
+    pub regions: BTreeMap<String, RegionStats>,
+    /// amdgpu `amd-evicted-vram`, bytes.
+    pub evicted_vram: Option<u64>,
+}
+
+/// One process's row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRow {
+    /// Pid.
+    pub pid: u32,
+    /// NSpid when the process is in a nested pid namespace.
+    pub nspid: Vec<u32>,
+    /// comm.
+    pub comm: String,
+    /// cmdline.
+    pub cmdline: Vec<String>,
+    /// Global rank from the launcher's environment.
+    pub rank: Option<u32>,
+    /// Local rank.
+    pub local_rank: Option<u32>,
+    /// Device with the most device-local resident bytes.
+    pub home_device: Option<String>,
+    /// Per device × region, summed over the clients it owns.
+    pub usage: Vec<Usage>,
+    /// Allow-listed environment.
+    pub env: BTreeMap<String, String>,
+    /// Clients it holds that are counted for another pid.
+    pub shared_with_others: Vec<u64>,
+    /// Whether it holds NVIDIA device fds.
+    pub has_nvidia_fds: bool,
+    /// Whether it holds /dev/kfd.
+    pub has_kfd_fd: bool,
+}
+
+impl ProcessRow {
+    /// Resident bytes of `class` on `device`.
+    pub fn resident(&self, device: &str, class: MemClass) -> u64 {
+        self.usage
+            .iter()
+            .filter(|u| u.device == device && u.class == class)
+            .filter_map(|u| u.resident)
+            .sum()
+    }
+
+    /// Devices this process has usage on.
+    pub fn devices(&self) -> BTreeSet<&str> {
+        self.usage.iter().map(|u| u.device.as_str()).collect()
+    }
+
+    /// A short label: `rank 0 (pid 116400)` or `pid 116400 (python3)`.
+    pub fn label(&self) -> String {
+        match self.rank {
+            Some(r) => format!("rank {r} (pid {})", self.pid),
+            None => format!("pid {} ({})", self.pid, self.comm),
+        }
+    }
+}
+
+/// The attributed view of one snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Sample time, ms since the epoch.
+    pub time_ms: u64,
+    /// Root label.
+    pub root: String,
+    /// Host totals.
+    pub host: HostTotals,
+    /// Devices.
+    pub devices: Vec<DeviceInfo>,
+    /// Processes with GPU memory or GPU fds.
+    pub processes: Vec<ProcessRow>,
+    /// Deduplicated clients.
+    pub clients: Vec<Client>,
+    /// Scan counts.
+    pub stats: ScanStats,
+}
+
+impl Ledger {
+    /// Attributes a snapshot.
+    pub fn from_snapshot(s: &Snapshot) -> Ledger {
+        let clients = dedup_clients(s);
+        let mut processes: Vec<ProcessRow> = s
+            .processes
+            .iter()
+            .map(|p| {
+                let owned: Vec<&Client> = clients.iter().filter(|c| c.owner == p.pid).collect();
+                let usage = sum_usage(&owned);
+                let shared_with_others = clients
+                    .iter()
+                    .filter(|c| c.owner != p.pid && c.holders.iter().any(|h| h.0 == p.pid))
+                    .filter_map(|c| c.client_id)
+                    .collect();
+                ProcessRow {
+                    pid: p.pid,
+                    nspid: if p.nspid.len() > 1 { p.nspid.clone() } else { Vec::new() },
+                    comm: p.comm.clone(),
+                    cmdline: p.cmdline.clone(),
+                    rank: env_number(&p.env, &["RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]),
+                    local_rank: env_number(
+                        &p.env,
+                        &["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"],
+                    ),
+                    home_device: home_device(&usage),
+                    usage,
+                    env: p.env.clone(),
+                    shared_with_others,
+                    has_nvidia_fds: p.other_gpu_fds.iter().any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Nvidia),
+                    has_kfd_fd: p.other_gpu_fds.iter().any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Kfd),
+                }
+            })
+            .collect();
+        processes.sort_by_key(|p| (p.rank.is_none(), p.rank, p.pid));
+        Ledger {
+            time_ms: s.time_ms,
+            root: s.root.clone(),
+            host: host_totals(s),
+            devices: s.devices.clone(),
+            processes,
+            clients,
+            stats: s.stats.clone(),
+        }
+    }
+
+    /// Total host-class resident bytes over all clients.
+    pub fn host_class_resident(&self) -> u64 {
+        self.clients
+            .iter()
+            .flat_map(|c| c.regions.iter())
+            .filter(|(name, _)| classify(name) == MemClass::Host)
+            .filter_map(|(_, r)| r.resident_bytes())
+            .sum()
+    }
+
+    /// A device by id.
+    pub fn device(&self, id: &str) -> Option<&DeviceInfo> {
+        self.devices.iter().find(|d| d.id == id)
+    }
+}
+
+fn env_number(env: &BTreeMap<String, String>, names: &[&str]) -> Option<u32> {
+    names.iter().find_map(|n| env.get(*n)?.trim().parse().ok())
+}
+
+fn device_of(s: &Snapshot, fd: &crate::snapshot::DrmFd) -> String {
+    if let Some(pdev) = &fd.info.pdev {
+        return pdev.clone();
+    }
+    if let Some(minor) = &fd.minor {
+        if let Some(d) = s.devices.iter().find(|d| d.minors.contains(minor)) {
+            return d.id.clone();
+        }
+        return minor.clone();
+    }
+    fd.path.clone()
+}
+
+fn dedup_clients(s: &Snapshot) -> Vec<Client> {
+    // Key: (device, client id) or, without an id, (device, pid, fd) which is never shared.
+    let mut by_key: BTreeMap<(String, Option<u64>, u32, u32), Client> = BTreeMap::new();
+    for p in &s.processes {
+        for fd in p.drm.iter().filter(|f| f.info.is_drm()) {
+            let device = device_of(s, fd);
+            let key = match fd.info.client_id {
+                Some(id) => (device.clone(), Some(id), 0, 0),
+                None => (device.clone(), None, p.pid, fd.fd),
+            };
+            let c = by_key.entry(key).or_insert_with(|| Client {
+                device,
+                client_id: fd.info.client_id,
+                driver: fd.info.driver.clone(),
+                owner: p.pid,
+                holders: Vec::new(),
+                regions: fd.info.regions.clone(),
+                evicted_vram: fd.info.extra_bytes("amd-evicted-vram"),
+            });
+            c.owner = c.owner.min(p.pid);
+            c.holders.push((p.pid, fd.fd));
+        }
+    }
+    let mut out: Vec<Client> = by_key.into_values().collect();
+    for c in &mut out {
+        c.holders.sort_unstable();
+    }
+    out
+}
+
+fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
+    }
+}
+
+fn sum_usage(clients: &[&Client]) -> Vec<Usage> {
+    let mut by: BTreeMap<(String, String), Usage> = BTreeMap::new();
+    for c in clients {
+        for (region, r) in &c.regions {
+            let u = by.entry((c.device.clone(), region.clone())).or_insert_with(|| Usage {
+                device: c.device.clone(),
+                region: region.clone(),
+                class: classify(region),
+                total: None,
+                resident: None,
+                shared: None,
+                purgeable: None,
+                active: None,
+            });
+            u.total = add(u.total, r.total);
+            u.resident = add(u.resident, r.resident_bytes());
+            u.shared = add(u.shared, r.shared);
+            u.purgeable = add(u.purgeable, r.purgeable);
+            u.active = add(u.active, r.active);
+        }
+    }
+    by.into_values().collect()
+}
+
+fn home_device(usage: &[Usage]) -> Option<String> {
+    let mut local: BTreeMap<&str, u64> = BTreeMap::new();
+    for u in usage.iter().filter(|u| u.class == MemClass::Device) {
+        *local.entry(&u.device).or_default() += u.resident.unwrap_or(0);
+    }
+    if let Some((dev, _)) = local.iter().filter(|(_, &b)| b > 0).max_by_key(|(d, &b)| (b, std::cmp::Reverse(*d))) {
+        return Some(dev.to_string());
+    }
+    let devices: BTreeSet<&str> = usage.iter().map(|u| u.device.as_str()).collect();
+    (devices.len() == 1).then(|| devices.into_iter().next().unwrap_or_default().to_string())
+}
+
+fn host_totals(s: &Snapshot) -> HostTotals {
+    let m = &s.meminfo;
+    let get = |k: &str| m.get(k).copied();
+    let page = s.page_size.max(1);
+    let (gpu_active, gpu_active_source) = match (get("GPUActive"), s.vmstat.get("nr_gpu_active")) {
+        (Some(v), _) => (Some(v), Some("GPUActive".to_string())),
+        (None, Some(p)) => (Some(p.saturating_mul(page)), Some("nr_gpu_active".to_string())),
+        _ => (None, None),
+    };
+    let gpu_reclaim = get("GPUReclaim").or_else(|| s.vmstat.get("nr_gpu_reclaim").map(|p| p.saturating_mul(page)));
+    let unaccounted = get("MemTotal").map(|total| {
+        let used: u64 = [
+            "MemFree", "Buffers", "Cached", "AnonPages", "Slab", "KernelStack", "PageTables",
+            "SecPageTables", "VmallocUsed", "Percpu",
+        ]
+        .iter()
+        .filter_map(|k| get(k))
+        .fold(0u64, |a, b| a.saturating_add(b));
+        let huge = get("HugePages_Total").unwrap_or(0).saturating_mul(get("Hugepagesize").unwrap_or(0));
+        total.saturating_sub(used.saturating_add(huge))
+    });
+    HostTotals {
+        mem_total: get("MemTotal"),
+        mem_available: get("MemAvailable"),
+        gpu_active,
+        gpu_reclaim,
+        gpu_active_source,
+        unaccounted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        for (r, c) in [
+            ("vram0", MemClass::Device), ("local0", MemClass::Device), ("gds", MemClass::Device),
+            ("gtt", MemClass::Host), ("system", MemClass::Host), ("system0", MemClass::Host),
+            ("cpu", MemClass::Host), ("memory", MemClass::Host), ("stolen", MemClass::Stolen),
+            ("stolen-local0", MemClass::Stolen), ("amd-visible-vram", MemClass::Device),
+        ] {
+            assert_eq!(classify(r), c, "{r}");
+        }
+    }
+}

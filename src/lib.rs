@@ -1,0 +1,16 @@
+//! gpuledger: who holds GPU memory and driver-held host RAM, per process × device × region.
+//!
+//! The pipeline (DESIGN.md): [`root::Root`] → [`sources`] → [`snapshot::Snapshot`] (built by
+//! [`sampler::Sampler`]) → [`ledger::Ledger`] → [`findings`] → [`outputs`].
+
+pub mod archive;
+pub mod capture;
+pub mod findings;
+pub mod ledger;
+pub mod outputs;
+pub mod root;
+pub mod sampler;
+pub mod snapshot;
+pub mod sources;
+pub mod tree_writer;
+pub mod units;

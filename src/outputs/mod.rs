@@ -1,0 +1,5 @@
+//! Renderers. They format what the ledger and the findings hold and compute nothing new.
+
+pub mod json;
+pub mod table;
+pub mod text_table;

@@ -1,0 +1,149 @@
+//! The default human output of a snapshot: host memory, devices, the per-process table, findings.
+
+use super::text_table::{render, Align};
+use crate::findings::Finding;
+use crate::ledger::{Ledger, MemClass};
+use crate::units::{human_bytes, human_opt};
+use std::fmt::Write;
+
+/// Renders the whole snapshot report.
+pub fn render_snapshot(ledger: &Ledger, findings: &[Finding]) -> String {
+    let mut out = String::new();
+    out.push_str(&host_section(ledger));
+    out.push('\n');
+    out.push_str(&device_section(ledger));
+    out.push('\n');
+    out.push_str(&process_section(ledger));
+    out.push('\n');
+    out.push_str(&findings_section(findings));
+    out.push_str(&scan_notes(ledger));
+    out
+}
+
+fn host_section(l: &Ledger) -> String {
+    let h = &l.host;
+    let mut s = String::from("Host memory\n");
+    let mut line = format!(
+        "  total {}   available {}",
+        human_opt(h.mem_total),
+        human_opt(h.mem_available)
+    );
+    match (&h.gpu_active_source, h.gpu_active) {
+        (Some(src), Some(v)) => {
+            let name = if src == "GPUActive" { "GPUActive" } else { "nr_gpu_active" };
+            let reclaim = if name == "GPUActive" { "GPUReclaim" } else { "nr_gpu_reclaim" };
+            let _ = write!(line, "   {name} {}   {reclaim} {}", human_bytes(v), human_opt(h.gpu_reclaim));
+        }
+        _ => line.push_str("   GPUActive n/a (kernel has no GPU page accounting)"),
+    }
+    let _ = writeln!(line, "   unaccounted {}", human_opt(h.unaccounted));
+    s.push_str(&line);
+    s
+}
+
+fn device_section(l: &Ledger) -> String {
+    if l.devices.is_empty() {
+        return "DRM devices\n  none: no GPU found under /sys/class/drm or /sys/class/accel\n".into();
+    }
+    let rows: Vec<Vec<String>> = l
+        .devices
+        .iter()
+        .map(|d| {
+            let id = |v: &Option<String>| v.as_deref().map(|x| x.trim_start_matches("0x").to_string());
+            vec![
+                d.id.clone(),
+                d.minors.join(" "),
+                d.driver.clone().unwrap_or_else(|| "-".into()),
+                match (id(&d.vendor), id(&d.device)) {
+                    (Some(v), Some(p)) => format!("{v}:{p}"),
+                    _ => "-".into(),
+                },
+                d.name.clone().unwrap_or_else(|| "unknown".into()),
+                match d.runtime_status.as_deref() {
+                    Some("suspended") => "asleep (sampled slowly)".into(),
+                    Some(s) => s.to_string(),
+                    None => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    let headers = [
+        ("DEVICE", Align::Left),
+        ("MINORS", Align::Left),
+        ("DRIVER", Align::Left),
+        ("PCI ID", Align::Left),
+        ("NAME", Align::Left),
+        ("POWER", Align::Left),
+    ];
+    format!("DRM devices\n{}", render("  ", &headers, &rows))
+}
+
+fn process_section(l: &Ledger) -> String {
+    let holders: Vec<_> = l.processes.iter().filter(|p| !p.usage.is_empty()).collect();
+    if holders.is_empty() {
+        return "GPU memory by process\n  no process holds GPU memory\n".into();
+    }
+    let mut rows = Vec::new();
+    for p in holders {
+        for (i, dev) in p.devices().into_iter().enumerate() {
+            let shared: u64 = p
+                .usage
+                .iter()
+                .filter(|u| u.device == dev)
+                .filter_map(|u| u.shared)
+                .sum();
+            let first = i == 0;
+            let cell = |v: String| if first { v } else { String::new() };
+            let home = p.home_device.as_deref() == Some(dev);
+            rows.push(vec![
+                cell(p.pid.to_string()),
+                cell(p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into())),
+                cell(p.comm.clone()),
+                format!("{dev}{}", if home { " *" } else { "" }),
+                human_bytes(p.resident(dev, MemClass::Device)),
+                human_bytes(p.resident(dev, MemClass::Host)),
+                human_bytes(shared),
+            ]);
+        }
+    }
+    let headers = [
+        ("PID", Align::Right),
+        ("RANK", Align::Right),
+        ("COMM", Align::Left),
+        ("DEVICE (* home)", Align::Left),
+        ("LOCAL", Align::Right),
+        ("HOST", Align::Right),
+        ("SHARED", Align::Right),
+    ];
+    format!(
+        "GPU memory by process (resident; LOCAL = VRAM/local, HOST = GTT/system)\n{}",
+        render("  ", &headers, &rows)
+    )
+}
+
+fn findings_section(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return "Findings\n  none\n".into();
+    }
+    let mut s = String::from("Findings\n");
+    for f in findings {
+        let _ = writeln!(s, "  {:<8}  {}: {}", f.severity.as_str().to_uppercase(), f.kind.as_str(), f.message);
+    }
+    s
+}
+
+fn scan_notes(l: &Ledger) -> String {
+    let st = &l.stats;
+    let mut s = String::new();
+    if st.unreadable > 0 {
+        let _ = writeln!(
+            s,
+            "\nNote: {} of {} processes could not be read (permission denied); run as root to see all.",
+            st.unreadable, st.processes
+        );
+    }
+    if st.malformed_lines > 0 {
+        let _ = writeln!(s, "\nNote: {} malformed lines were skipped.", st.malformed_lines);
+    }
+    s
+}

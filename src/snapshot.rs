@@ -1,0 +1,79 @@
+//! The snapshot: what the sources read at one instant, as plain serialisable data. No logic.
+
+use crate::sources::drm_devices::DeviceInfo;
+use crate::sources::drm_fdinfo::FdInfo;
+use crate::sources::proc_pid::GpuFd;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One sample of a machine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Wall-clock time of the sample, ms since the Unix epoch.
+    pub time_ms: u64,
+    /// The root it was read from (`/`, a directory or an archive).
+    pub root: String,
+    /// Page size used for vmstat page counts.
+    pub page_size: u64,
+    /// `/proc/meminfo`, in bytes (`HugePages_*` are counts).
+    pub meminfo: BTreeMap<String, u64>,
+    /// GPU counters of `/proc/vmstat`, in pages.
+    pub vmstat: BTreeMap<String, u64>,
+    /// DRM and accel devices.
+    pub devices: Vec<DeviceInfo>,
+    /// Processes that hold GPU fds.
+    pub processes: Vec<ProcessSample>,
+    /// What the scan could and could not read.
+    pub stats: ScanStats,
+}
+
+/// One process that holds at least one GPU fd.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSample {
+    /// Pid as seen from the root's pid namespace.
+    pub pid: u32,
+    /// Parent pid.
+    pub ppid: Option<u32>,
+    /// `comm`.
+    pub comm: String,
+    /// `cmdline` arguments.
+    pub cmdline: Vec<String>,
+    /// Allow-listed environment (ranks, device masks, runtime knobs).
+    pub env: BTreeMap<String, String>,
+    /// `NSpid` from status: the pid in each nested namespace.
+    pub nspid: Vec<u32>,
+    /// DRM fds with their parsed fdinfo.
+    pub drm: Vec<DrmFd>,
+    /// KFD and NVIDIA fds (no fdinfo stats).
+    pub other_gpu_fds: Vec<GpuFd>,
+}
+
+/// A DRM fd and what its fdinfo said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DrmFd {
+    /// The fd number.
+    pub fd: u32,
+    /// Link text (`/dev/dri/renderD128`).
+    pub path: String,
+    /// Minor name when known.
+    pub minor: Option<String>,
+    /// Parsed fdinfo.
+    pub info: FdInfo,
+}
+
+/// Counts of what the scan met.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanStats {
+    /// Processes listed in /proc.
+    pub processes: u32,
+    /// Processes whose fd table could not be read for lack of permission.
+    pub unreadable: u32,
+    /// Processes that exited during the scan.
+    pub vanished: u32,
+    /// Fd tables read in full this sample.
+    pub fd_tables_read: u32,
+    /// Malformed lines skipped in fdinfo, meminfo and vmstat.
+    pub malformed_lines: u32,
+    /// Devices reported asleep (runtime-suspended), sampled slowly.
+    pub asleep_devices: Vec<String>,
+}

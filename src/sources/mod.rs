@@ -1,0 +1,7 @@
+//! One module per kernel interface. Nothing outside `sources` reads /proc or /sys.
+
+pub mod drm_devices;
+pub mod drm_fdinfo;
+pub mod meminfo;
+pub mod pci_names;
+pub mod proc_pid;

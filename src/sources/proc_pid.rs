@@ -1,0 +1,331 @@
+//! Per-process files under `/proc/PID`: the fd table, comm, cmdline, status and an allow-listed
+//! environment.
+//!
+//! ref: Documentation/filesystems/proc.rst; fs/proc/fd.c (fd links, fdinfo header), fs/proc/array.c
+//! (status: `PPid`, `Uid`, `NSpid`). fd links read `/dev/dri/renderD128` for DRM devices; on the live
+//! machine any character device with major 226 (DRM) or 261 (accel) counts too, whatever its path
+//! (device nodes bind-mounted into containers).
+
+use crate::root::{DirHandle, Root};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+/// DRM character-device major.
+pub const DRM_MAJOR: u32 = 226;
+/// Compute-accelerator (`/dev/accel/accelN`) major.
+pub const ACCEL_MAJOR: u32 = 261;
+
+/// What kind of GPU device an fd points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuFdKind {
+    /// A DRM or accel node: its fdinfo carries drm-usage-stats.
+    Drm,
+    /// AMD's `/dev/kfd` (ROCm compute).
+    Kfd,
+    /// An NVIDIA node (`/dev/nvidia*`, `/dev/nvidiactl`, `/dev/nvidia-uvm`).
+    Nvidia,
+}
+
+/// One fd of a process that points at a GPU device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFd {
+    /// The fd number.
+    pub fd: u32,
+    /// The link text, e.g. `/dev/dri/renderD128`.
+    pub path: String,
+    /// What it points at.
+    pub kind: GpuFdKind,
+    /// The DRM minor's sysfs name (`renderD128`, `card0`, `accel0`) when known.
+    pub minor: Option<String>,
+}
+
+/// The result of reading one fd table.
+#[derive(Debug, Clone, Default)]
+pub struct FdTable {
+    /// Number of fds in the table.
+    pub count: usize,
+    /// The GPU fds among them.
+    pub gpu: Vec<GpuFd>,
+}
+
+/// Numeric entries of `/proc`.
+pub fn list_pids(root: &Root) -> io::Result<Vec<u32>> {
+    let dir = root.open_dir("proc")?;
+    let mut pids: Vec<u32> = dir
+        .names()?
+        .iter()
+        .filter_map(|n| n.to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    Ok(pids)
+}
+
+/// Opens `/proc/PID/fd`.
+pub fn open_fd_dir(root: &Root, pid: u32) -> io::Result<DirHandle> {
+    root.open_dir(format!("proc/{pid}/fd"))
+}
+
+/// Reads every link of an fd table and keeps the GPU ones.
+pub fn read_fd_table(root: &Root, dir: &DirHandle) -> io::Result<FdTable> {
+    let names = dir.names()?;
+    let mut table = FdTable {
+        count: names.len(),
+        gpu: Vec::new(),
+    };
+    for name in names {
+        let Some(fd) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // An fd closed between getdents and readlink is simply gone.
+        let Ok(link) = dir.read_link(&name) else {
+            continue;
+        };
+        let text = link.to_string_lossy();
+        let found = match classify_link(&text) {
+            Some(kind) => Some((kind, minor_from_path(kind, &text))),
+            None if root.is_live() && may_be_moved_node(&text) => {
+                dir.char_device(&name)
+                    .filter(|(major, _)| [DRM_MAJOR, ACCEL_MAJOR].contains(major))
+                    .map(|(major, minor)| {
+                        let sys = root.read_link(format!("sys/dev/char/{major}:{minor}")).ok();
+                        let name = sys.and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+                        (GpuFdKind::Drm, name)
+                    })
+            }
+            None => None,
+        };
+        if let Some((kind, minor)) = found {
+            table.gpu.push(GpuFd {
+                fd,
+                path: text.into_owned(),
+                kind,
+                minor,
+            });
+        }
+    }
+    table.gpu.sort_by_key(|g| g.fd);
+    Ok(table)
+}
+
+/// Classifies an fd link by its text.
+pub fn classify_link(text: &str) -> Option<GpuFdKind> {
+    if text.starts_with("/dev/dri/") || text.starts_with("/dev/accel/") {
+        return Some(GpuFdKind::Drm);
+    }
+    if text == "/dev/kfd" {
+        return Some(GpuFdKind::Kfd);
+    }
+    if text.starts_with("/dev/nvidia") {
+        return Some(GpuFdKind::Nvidia);
+    }
+    None
+}
+
+fn minor_from_path(kind: GpuFdKind, text: &str) -> Option<String> {
+    if kind != GpuFdKind::Drm {
+        return None;
+    }
+    let name = Path::new(text).file_name()?.to_str()?;
+    is_minor_name(name).then(|| name.to_string())
+}
+
+/// `card0`, `renderD128`, `controlD64`, `accel0`.
+pub fn is_minor_name(name: &str) -> bool {
+    ["card", "renderD", "controlD", "accel"].iter().any(|p| {
+        name.strip_prefix(p)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// Device nodes outside /dev/dri that could still be a DRM node (a container's own path);
+/// the common non-GPU nodes are skipped so they cost no stat.
+fn may_be_moved_node(text: &str) -> bool {
+    const COMMON: [&str; 8] = [
+        "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/ptmx", "/dev/full",
+        "/dev/console", "/dev/fuse",
+    ];
+    text.starts_with("/dev/")
+        && !COMMON.contains(&text)
+        && !text.starts_with("/dev/pts/")
+        && !text.starts_with("/dev/tty")
+        && !text.starts_with("/dev/shm/")
+}
+
+/// `/proc/PID/fdinfo/N`, whole.
+pub fn read_fdinfo(root: &Root, pid: u32, fd: u32) -> io::Result<String> {
+    root.read_string(format!("proc/{pid}/fdinfo/{fd}"))
+}
+
+/// `/proc/PID/comm` without the newline.
+pub fn read_comm(root: &Root, pid: u32) -> io::Result<String> {
+    Ok(root
+        .read_string(format!("proc/{pid}/comm"))?
+        .trim_end_matches('\n')
+        .to_string())
+}
+
+/// `/proc/PID/cmdline` split at NULs (invalid UTF-8 replaced).
+pub fn read_cmdline(root: &Root, pid: u32) -> io::Result<Vec<String>> {
+    let raw = root.read(format!("proc/{pid}/cmdline"))?;
+    Ok(split_nul(&raw))
+}
+
+fn split_nul(raw: &[u8]) -> Vec<String> {
+    raw.split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+/// Fields of `/proc/PID/status` that gpuledger uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// Parent pid.
+    pub ppid: Option<u32>,
+    /// Real uid.
+    pub uid: Option<u32>,
+    /// The pid in each nested pid namespace, outermost first.
+    pub nspid: Vec<u32>,
+}
+
+/// Parses `/proc/PID/status`.
+pub fn parse_status(text: &str) -> Status {
+    let mut s = Status::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let mut nums = v.split_whitespace().filter_map(|n| n.parse::<u32>().ok());
+        match k {
+            "PPid" => s.ppid = nums.next(),
+            "Uid" => s.uid = nums.next(),
+            "NSpid" => s.nspid = nums.collect(),
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Reads and parses `/proc/PID/status`.
+pub fn read_status(root: &Root, pid: u32) -> io::Result<Status> {
+    Ok(parse_status(&root.read_string(format!("proc/{pid}/status"))?))
+}
+
+/// The parent pid from `/proc/PID/stat` (field 4, after the parenthesised comm).
+pub fn read_ppid(root: &Root, pid: u32) -> io::Result<Option<u32>> {
+    let text = root.read_string(format!("proc/{pid}/stat"))?;
+    Ok(parse_stat_ppid(&text))
+}
+
+fn parse_stat_ppid(text: &str) -> Option<u32> {
+    let after = &text[text.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads `/proc/PID/environ` keeping only allow-listed names (see [`env_allowed`]).
+pub fn read_environ(root: &Root, pid: u32) -> io::Result<BTreeMap<String, String>> {
+    let raw = root.read(format!("proc/{pid}/environ"))?;
+    Ok(filter_environ(&split_nul(&raw)))
+}
+
+/// Keeps the allow-listed `NAME=value` pairs.
+pub fn filter_environ(pairs: &[String]) -> BTreeMap<String, String> {
+    let neo = pairs.iter().any(|p| p.starts_with("NEOReadDebugKeys="));
+    pairs
+        .iter()
+        .filter_map(|p| p.split_once('='))
+        .filter(|(k, _)| env_allowed(k, neo))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Rank and launcher variables, device-visibility masks, GPU runtime knobs (ZE_, SYCL_, ONEAPI_,
+/// UR_, CCL_, NCCL_) and, when `NEOReadDebugKeys` is set, NEO debug keys. Never anything that
+/// looks like a credential.
+pub fn env_allowed(name: &str, neo_debug: bool) -> bool {
+    const EXACT: [&str; 18] = [
+        "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",
+        "PMI_SIZE", "PMIX_RANK", "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_JOB_ID",
+        "SLURM_NTASKS", "NEOReadDebugKeys",
+    ];
+    const PREFIXES: [&str; 6] = ["ZE_", "SYCL_", "ONEAPI_", "UR_", "CCL_", "NCCL_"];
+    const NEO_PREFIXES: [&str; 6] = ["Enable", "Disable", "Force", "Override", "Print", "Use"];
+    let upper = name.to_ascii_uppercase();
+    if ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "_KEY", "AUTH"]
+        .iter()
+        .any(|bad| upper.contains(bad))
+    {
+        return false;
+    }
+    EXACT.contains(&name)
+        || name.ends_with("_VISIBLE_DEVICES")
+        || PREFIXES.iter().any(|p| name.starts_with(p))
+        || (neo_debug
+            && NEO_PREFIXES.iter().any(|p| {
+                name.strip_prefix(p)
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
+            }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn classifies_links() {
+        assert_eq!(classify_link("/dev/dri/renderD128"), Some(GpuFdKind::Drm));
+        assert_eq!(classify_link("/dev/accel/accel0"), Some(GpuFdKind::Drm));
+        assert_eq!(classify_link("/dev/kfd"), Some(GpuFdKind::Kfd));
+        assert_eq!(classify_link("/dev/nvidia-uvm"), Some(GpuFdKind::Nvidia));
+        assert_eq!(classify_link("socket:[123]"), None);
+        assert_eq!(classify_link("/home/u/dri/renderD128"), None);
+        assert!(is_minor_name("renderD128") && is_minor_name("card1") && !is_minor_name("card1-DP-1"));
+    }
+
+    #[test]
+    fn environ_allow_list() {
+        let env: Vec<String> = [
+            "RANK=1", "LOCAL_RANK=1", "HOME=/root", "AWS_SECRET_ACCESS_KEY=x", "ZE_AFFINITY_MASK=0",
+            "NCCL_P2P_DISABLE=1", "CUDA_VISIBLE_DEVICES=0,1", "EnableDeferBacking=0", "NCCL_AUTH_TOKEN=s",
+        ]
+        .map(String::from)
+        .to_vec();
+        let kept = filter_environ(&env);
+        assert_eq!(
+            kept.keys().collect::<Vec<_>>(),
+            ["CUDA_VISIBLE_DEVICES", "LOCAL_RANK", "NCCL_P2P_DISABLE", "RANK", "ZE_AFFINITY_MASK"]
+        );
+        let mut with_neo = env.clone();
+        with_neo.push("NEOReadDebugKeys=1".into());
+        let kept = filter_environ(&with_neo);
+        assert_eq!(kept["EnableDeferBacking"], "0");
+        assert!(!kept.contains_key("HOME"));
+    }
+
+    #[test]
+    fn status_and_stat() {
+        let s = parse_status("Name:\tpython3\nPPid:\t10\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t7\n");
+        assert_eq!(s, Status { ppid: Some(10), uid: Some(1000), nspid: vec![4242, 7] });
+        assert_eq!(parse_stat_ppid("123 (a) b) c) S 77 123 123 0"), Some(77));
+        assert_eq!(parse_stat_ppid("garbage"), None);
+    }
+
+    #[test]
+    fn cmdline_non_utf8() {
+        assert_eq!(split_nul(b"py\xffthon\0-c\0\0"), vec!["py\u{fffd}thon", "-c"]);
+    }
+
+    proptest! {
+        #[test]
+        fn status_never_panics(s in "(?s).{0,300}") {
+            let _ = parse_status(&s);
+            let _ = parse_stat_ppid(&s);
+            let _ = filter_environ(&s.split('\0').map(String::from).collect::<Vec<_>>());
+        }
+    }
+}
