@@ -213,7 +213,10 @@ mod tests {
             b.append(&h, &b""[..]).unwrap();
         });
         let err = extract(f.path()).unwrap_err().to_string();
-        assert!(err.contains("proc/kcore") && err.contains("device"), "{err}");
+        assert!(
+            err.contains("proc/kcore") && err.contains("device"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -221,7 +224,8 @@ mod tests {
         let f = archive_with(|b| {
             let mut h = header(tar::EntryType::Regular, MAX_ENTRY_BYTES + 1);
             raw_name(&mut h, "proc/meminfo");
-            b.append(&h, io::repeat(0).take(MAX_ENTRY_BYTES + 1)).unwrap();
+            b.append(&h, io::repeat(0).take(MAX_ENTRY_BYTES + 1))
+                .unwrap();
         });
         let err = extract(f.path()).unwrap_err().to_string();
         assert!(err.contains("larger than 16 MiB"), "{err}");
@@ -238,7 +242,10 @@ mod tests {
         pack(src.path(), &file).unwrap();
         let dir = extract(&file).unwrap();
         let base = tree_base(dir.path());
-        assert_eq!(std::fs::read_to_string(base.join("proc/meminfo")).unwrap(), "MemTotal: 4 kB\n");
+        assert_eq!(
+            std::fs::read_to_string(base.join("proc/meminfo")).unwrap(),
+            "MemTotal: 4 kB\n"
+        );
         assert_eq!(
             std::fs::read_link(base.join("proc/7/fd/3")).unwrap(),
             PathBuf::from("/dev/dri/renderD128")

@@ -49,7 +49,11 @@ struct Manifest<'a> {
 }
 
 /// Writes the capture tree of `root` into `dest` (a directory).
-pub fn capture_tree(root: Root, pids: Option<Vec<u32>>, dest: &Path) -> Result<CaptureSummary, CaptureError> {
+pub fn capture_tree(
+    root: Root,
+    pids: Option<Vec<u32>>,
+    dest: &Path,
+) -> Result<CaptureSummary, CaptureError> {
     let werr = |source| CaptureError::Write {
         path: dest.to_path_buf(),
         source,
@@ -78,10 +82,13 @@ pub fn capture_tree(root: Root, pids: Option<Vec<u32>>, dest: &Path) -> Result<C
     let mut drm_fds = 0;
     for p in &snap.processes {
         let dir = format!("proc/{}", p.pid);
-        w.file(format!("{dir}/comm"), format!("{}\n", p.comm)).map_err(werr)?;
-        w.file(format!("{dir}/cmdline"), nul_joined(&p.cmdline)).map_err(werr)?;
+        w.file(format!("{dir}/comm"), format!("{}\n", p.comm))
+            .map_err(werr)?;
+        w.file(format!("{dir}/cmdline"), nul_joined(&p.cmdline))
+            .map_err(werr)?;
         let env: Vec<String> = p.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        w.file(format!("{dir}/environ"), nul_joined(&env)).map_err(werr)?;
+        w.file(format!("{dir}/environ"), nul_joined(&env))
+            .map_err(werr)?;
         let mut status = format!("Name:\t{}\n", p.comm);
         if let Some(pp) = p.ppid {
             status.push_str(&format!("PPid:\t{pp}\n"));
@@ -92,15 +99,18 @@ pub fn capture_tree(root: Root, pids: Option<Vec<u32>>, dest: &Path) -> Result<C
         }
         w.file(format!("{dir}/status"), status).map_err(werr)?;
         for g in &p.other_gpu_fds {
-            w.symlink(format!("{dir}/fd/{}", g.fd), &g.path).map_err(werr)?;
+            w.symlink(format!("{dir}/fd/{}", g.fd), &g.path)
+                .map_err(werr)?;
         }
         for f in &p.drm {
             // Verbatim: read again rather than re-print the parsed form.
             let Ok(raw) = proc_pid::read_fdinfo(root, p.pid, f.fd) else {
                 continue;
             };
-            w.symlink(format!("{dir}/fd/{}", f.fd), &f.path).map_err(werr)?;
-            w.file(format!("{dir}/fdinfo/{}", f.fd), raw).map_err(werr)?;
+            w.symlink(format!("{dir}/fd/{}", f.fd), &f.path)
+                .map_err(werr)?;
+            w.file(format!("{dir}/fdinfo/{}", f.fd), raw)
+                .map_err(werr)?;
             drm_fds += 1;
         }
     }
@@ -118,13 +128,18 @@ pub fn capture_tree(root: Root, pids: Option<Vec<u32>>, dest: &Path) -> Result<C
         summary: &summary,
     };
     let json = serde_json::to_string_pretty(&manifest).expect("plain data serialises");
-    w.file("gpuledger-capture.json", json + "\n").map_err(werr)?;
+    w.file("gpuledger-capture.json", json + "\n")
+        .map_err(werr)?;
     Ok(summary)
 }
 
 /// Writes a capture of `root` as a `.tar.zst` archive at `out` (or a tree, if `out` has no
 /// archive suffix).
-pub fn capture(root: Root, pids: Option<Vec<u32>>, out: &Path) -> Result<CaptureSummary, CaptureError> {
+pub fn capture(
+    root: Root,
+    pids: Option<Vec<u32>>,
+    out: &Path,
+) -> Result<CaptureSummary, CaptureError> {
     let name = out.to_string_lossy();
     if !(name.ends_with(".tar.zst") || name.ends_with(".tzst") || name.ends_with(".tar")) {
         return capture_tree(root, pids, out);

@@ -142,8 +142,8 @@ pub struct ProcessRow {
     pub usage: Vec<Usage>,
     /// Allow-listed environment.
     pub env: BTreeMap<String, String>,
-    /// Clients it holds that are counted for another pid.
-    pub shared_with_others: Vec<u64>,
+    /// Clients it holds that are counted for another pid: (client id, owner pid).
+    pub shared_with_others: Vec<(u64, u32)>,
     /// Whether it holds NVIDIA device fds.
     pub has_nvidia_fds: bool,
     /// Whether it holds /dev/kfd.
@@ -206,24 +206,48 @@ impl Ledger {
                 let shared_with_others = clients
                     .iter()
                     .filter(|c| c.owner != p.pid && c.holders.iter().any(|h| h.0 == p.pid))
-                    .filter_map(|c| c.client_id)
+                    .filter_map(|c| Some((c.client_id?, c.owner)))
                     .collect();
                 ProcessRow {
                     pid: p.pid,
-                    nspid: if p.nspid.len() > 1 { p.nspid.clone() } else { Vec::new() },
+                    nspid: if p.nspid.len() > 1 {
+                        p.nspid.clone()
+                    } else {
+                        Vec::new()
+                    },
                     comm: p.comm.clone(),
                     cmdline: p.cmdline.clone(),
-                    rank: env_number(&p.env, &["RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]),
+                    rank: env_number(
+                        &p.env,
+                        &[
+                            "RANK",
+                            "OMPI_COMM_WORLD_RANK",
+                            "PMI_RANK",
+                            "PMIX_RANK",
+                            "SLURM_PROCID",
+                        ],
+                    ),
                     local_rank: env_number(
                         &p.env,
-                        &["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"],
+                        &[
+                            "LOCAL_RANK",
+                            "OMPI_COMM_WORLD_LOCAL_RANK",
+                            "MPI_LOCALRANKID",
+                            "SLURM_LOCALID",
+                        ],
                     ),
                     home_device: home_device(&usage),
                     usage,
                     env: p.env.clone(),
                     shared_with_others,
-                    has_nvidia_fds: p.other_gpu_fds.iter().any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Nvidia),
-                    has_kfd_fd: p.other_gpu_fds.iter().any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Kfd),
+                    has_nvidia_fds: p
+                        .other_gpu_fds
+                        .iter()
+                        .any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Nvidia),
+                    has_kfd_fd: p
+                        .other_gpu_fds
+                        .iter()
+                        .any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Kfd),
                 }
             })
             .collect();
@@ -313,16 +337,18 @@ fn sum_usage(clients: &[&Client]) -> Vec<Usage> {
     let mut by: BTreeMap<(String, String), Usage> = BTreeMap::new();
     for c in clients {
         for (region, r) in &c.regions {
-            let u = by.entry((c.device.clone(), region.clone())).or_insert_with(|| Usage {
-                device: c.device.clone(),
-                region: region.clone(),
-                class: classify(region),
-                total: None,
-                resident: None,
-                shared: None,
-                purgeable: None,
-                active: None,
-            });
+            let u = by
+                .entry((c.device.clone(), region.clone()))
+                .or_insert_with(|| Usage {
+                    device: c.device.clone(),
+                    region: region.clone(),
+                    class: classify(region),
+                    total: None,
+                    resident: None,
+                    shared: None,
+                    purgeable: None,
+                    active: None,
+                });
             u.total = add(u.total, r.total);
             u.resident = add(u.resident, r.resident_bytes());
             u.shared = add(u.shared, r.shared);
@@ -338,7 +364,11 @@ fn home_device(usage: &[Usage]) -> Option<String> {
     for u in usage.iter().filter(|u| u.class == MemClass::Device) {
         *local.entry(&u.device).or_default() += u.resident.unwrap_or(0);
     }
-    if let Some((dev, _)) = local.iter().filter(|(_, &b)| b > 0).max_by_key(|(d, &b)| (b, std::cmp::Reverse(*d))) {
+    if let Some((dev, _)) = local
+        .iter()
+        .filter(|(_, &b)| b > 0)
+        .max_by_key(|(d, &b)| (b, std::cmp::Reverse(*d)))
+    {
         return Some(dev.to_string());
     }
     let devices: BTreeSet<&str> = usage.iter().map(|u| u.device.as_str()).collect();
@@ -351,19 +381,36 @@ fn host_totals(s: &Snapshot) -> HostTotals {
     let page = s.page_size.max(1);
     let (gpu_active, gpu_active_source) = match (get("GPUActive"), s.vmstat.get("nr_gpu_active")) {
         (Some(v), _) => (Some(v), Some("GPUActive".to_string())),
-        (None, Some(p)) => (Some(p.saturating_mul(page)), Some("nr_gpu_active".to_string())),
+        (None, Some(p)) => (
+            Some(p.saturating_mul(page)),
+            Some("nr_gpu_active".to_string()),
+        ),
         _ => (None, None),
     };
-    let gpu_reclaim = get("GPUReclaim").or_else(|| s.vmstat.get("nr_gpu_reclaim").map(|p| p.saturating_mul(page)));
+    let gpu_reclaim = get("GPUReclaim").or_else(|| {
+        s.vmstat
+            .get("nr_gpu_reclaim")
+            .map(|p| p.saturating_mul(page))
+    });
     let unaccounted = get("MemTotal").map(|total| {
         let used: u64 = [
-            "MemFree", "Buffers", "Cached", "AnonPages", "Slab", "KernelStack", "PageTables",
-            "SecPageTables", "VmallocUsed", "Percpu",
+            "MemFree",
+            "Buffers",
+            "Cached",
+            "AnonPages",
+            "Slab",
+            "KernelStack",
+            "PageTables",
+            "SecPageTables",
+            "VmallocUsed",
+            "Percpu",
         ]
         .iter()
         .filter_map(|k| get(k))
         .fold(0u64, |a, b| a.saturating_add(b));
-        let huge = get("HugePages_Total").unwrap_or(0).saturating_mul(get("Hugepagesize").unwrap_or(0));
+        let huge = get("HugePages_Total")
+            .unwrap_or(0)
+            .saturating_mul(get("Hugepagesize").unwrap_or(0));
         total.saturating_sub(used.saturating_add(huge))
     });
     HostTotals {
@@ -383,10 +430,17 @@ mod tests {
     #[test]
     fn classes() {
         for (r, c) in [
-            ("vram0", MemClass::Device), ("local0", MemClass::Device), ("gds", MemClass::Device),
-            ("gtt", MemClass::Host), ("system", MemClass::Host), ("system0", MemClass::Host),
-            ("cpu", MemClass::Host), ("memory", MemClass::Host), ("stolen", MemClass::Stolen),
-            ("stolen-local0", MemClass::Stolen), ("amd-visible-vram", MemClass::Device),
+            ("vram0", MemClass::Device),
+            ("local0", MemClass::Device),
+            ("gds", MemClass::Device),
+            ("gtt", MemClass::Host),
+            ("system", MemClass::Host),
+            ("system0", MemClass::Host),
+            ("cpu", MemClass::Host),
+            ("memory", MemClass::Host),
+            ("stolen", MemClass::Stolen),
+            ("stolen-local0", MemClass::Stolen),
+            ("amd-visible-vram", MemClass::Device),
         ] {
             assert_eq!(classify(r), c, "{r}");
         }

@@ -137,10 +137,10 @@ impl Root {
             };
             hops += 1;
             if hops > MAX_LINK_HOPS {
-                return Err(io::Error::new(
-                    io::ErrorKind::Other,
-                    format!("too many levels of symbolic links under {}", rel.display()),
-                ));
+                return Err(io::Error::other(format!(
+                    "too many levels of symbolic links under {}",
+                    rel.display()
+                )));
             }
             if link.is_absolute() {
                 done.clear();
@@ -226,7 +226,8 @@ impl DirHandle {
     /// Device number (major, minor) of what `name` points to, following the link (live roots).
     pub fn char_device(&self, name: &OsStr) -> Option<(u32, u32)> {
         let st = rustix::fs::statat(&self.fd, name, rustix::fs::AtFlags::empty()).ok()?;
-        let is_chr = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice;
+        let is_chr = rustix::fs::FileType::from_raw_mode(st.st_mode)
+            == rustix::fs::FileType::CharacterDevice;
         is_chr.then(|| (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)))
     }
 }
@@ -288,10 +289,19 @@ mod tests {
         symlink("/etc/passwd", dir.path().join("proc/abs")).unwrap();
         symlink("../../../../../../etc/passwd", dir.path().join("proc/rel")).unwrap();
         symlink("../meminfo", dir.path().join("proc/1/mi")).unwrap();
-        assert!(root.read("proc/abs").is_err(), "absolute link must stay inside");
-        assert!(root.read("proc/rel").is_err(), "dot-dot link must stay inside");
+        assert!(
+            root.read("proc/abs").is_err(),
+            "absolute link must stay inside"
+        );
+        assert!(
+            root.read("proc/rel").is_err(),
+            "dot-dot link must stay inside"
+        );
         assert_eq!(root.read_string("proc/1/mi").unwrap(), "MemTotal: 1 kB\n");
-        assert_eq!(root.read_link("proc/abs").unwrap(), PathBuf::from("/etc/passwd"));
+        assert_eq!(
+            root.read_link("proc/abs").unwrap(),
+            PathBuf::from("/etc/passwd")
+        );
     }
 
     #[test]
@@ -308,7 +318,10 @@ mod tests {
         let (_dir, root) = tree();
         assert!(root.read("proc/1").is_err());
         let live = Root::live();
-        assert!(live.read("dev/null").is_err(), "device files are never read");
+        assert!(
+            live.read("dev/null").is_err(),
+            "device files are never read"
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ use crate::root::Root;
 use crate::snapshot::{DrmFd, ProcessSample, ScanStats, Snapshot};
 use crate::sources::drm_devices::{scan_devices, DeviceInfo};
 use crate::sources::drm_fdinfo::FdInfo;
-use crate::sources::meminfo::{is_gpu_vmstat_key, parse_meminfo, parse_vmstat, read_meminfo, read_vmstat};
+use crate::sources::meminfo::{
+    is_gpu_vmstat_key, parse_meminfo, parse_vmstat, read_meminfo, read_vmstat,
+};
 use crate::sources::proc_pid::{self as pp, GpuFd, GpuFdKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -139,7 +141,11 @@ impl Sampler {
         for &pid in &pids {
             let root = &self.root;
             self.procs.entry(pid).or_insert_with(|| Tracked {
-                ppid: if need_ppid { pp::read_ppid(root, pid).ok().flatten() } else { None },
+                ppid: if need_ppid {
+                    pp::read_ppid(root, pid).ok().flatten()
+                } else {
+                    None
+                },
                 fd_count: None,
                 last_check: None,
                 last_scan: None,
@@ -155,7 +161,12 @@ impl Sampler {
             .filter(|d| d.is_suspended())
             .flat_map(|d| d.minors.iter().cloned())
             .collect();
-        stats.asleep_devices = self.devices.iter().filter(|d| d.is_suspended()).map(|d| d.id.clone()).collect();
+        stats.asleep_devices = self
+            .devices
+            .iter()
+            .filter(|d| d.is_suspended())
+            .map(|d| d.id.clone())
+            .collect();
 
         let mut processes = Vec::new();
         for pid in in_scope {
@@ -194,7 +205,10 @@ impl Sampler {
         }
     }
 
-    fn host_counters(&self, stats: &mut ScanStats) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    fn host_counters(
+        &self,
+        stats: &mut ScanStats,
+    ) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
         let meminfo = read_meminfo(&self.root)
             .map(|t| parse_meminfo(&t))
             .unwrap_or_default();
@@ -219,7 +233,12 @@ impl Sampler {
         }
     }
 
-    fn descends_from(&self, pid: u32, roots: &BTreeSet<u32>, memo: &mut HashMap<u32, bool>) -> bool {
+    fn descends_from(
+        &self,
+        pid: u32,
+        roots: &BTreeSet<u32>,
+        memo: &mut HashMap<u32, bool>,
+    ) -> bool {
         let mut chain = Vec::new();
         let mut cur = Some(pid);
         let verdict = loop {
@@ -234,7 +253,11 @@ impl Sampler {
                 break false;
             }
             chain.push(p);
-            cur = self.procs.get(&p).and_then(|t| t.ppid).filter(|&pp| pp != 0);
+            cur = self
+                .procs
+                .get(&p)
+                .and_then(|t| t.ppid)
+                .filter(|&pp| pp != 0);
         };
         for p in chain {
             memo.insert(p, verdict);
@@ -253,7 +276,8 @@ impl Sampler {
         let opts = self.opts;
         let root = &self.root;
         let t = self.procs.get_mut(&pid).expect("tracked above");
-        let due = |last: Option<Instant>, period| last.is_none_or(|l| now.duration_since(l) >= period);
+        let due =
+            |last: Option<Instant>, period| last.is_none_or(|l| now.duration_since(l) >= period);
         let must_scan = !live || !t.gpu.is_empty() || due(t.last_scan, opts.rescan_period);
         if !must_scan && !due(t.last_check, opts.check_period) {
             return Ok(None);

@@ -41,7 +41,10 @@ impl TreeWriter {
         let path = self.base.join(rel.as_ref());
         let dir = path.parent().unwrap_or(&self.base);
         std::fs::create_dir_all(dir)?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(target, &tmp)?;
@@ -65,7 +68,10 @@ impl TreeWriter {
         let mut uevent = String::new();
         if let Some(d) = &dev.driver {
             uevent.push_str(&format!("DRIVER={d}\n"));
-            self.symlink(format!("{dir}/driver"), format!("../../../bus/pci/drivers/{d}"))?;
+            self.symlink(
+                format!("{dir}/driver"),
+                format!("../../../bus/pci/drivers/{d}"),
+            )?;
         }
         uevent.push_str(&format!("PCI_SLOT_NAME={}\n", dev.id));
         self.file(format!("{dir}/uevent"), uevent)?;
@@ -73,8 +79,15 @@ impl TreeWriter {
             self.file(format!("{dir}/power/runtime_status"), format!("{s}\n"))?;
         }
         for m in &dev.minors {
-            let class = if m.starts_with("accel") { "accel" } else { "drm" };
-            self.symlink(format!("sys/class/{class}/{m}/device"), format!("../../../devices/gpuledger/{}", dev.id))?;
+            let class = if m.starts_with("accel") {
+                "accel"
+            } else {
+                "drm"
+            };
+            self.symlink(
+                format!("sys/class/{class}/{m}/device"),
+                format!("../../../devices/gpuledger/{}", dev.id),
+            )?;
         }
         Ok(())
     }

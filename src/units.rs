@@ -90,9 +90,8 @@ pub fn human_opt(bytes: Option<u64>) -> String {
 
 /// Parses a duration such as `500ms`, `1s`, `2m`.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(text.trim()).map_err(|e| {
-        format!("invalid duration {text:?}: {e}; write it like 500ms, 1s or 2m")
-    })
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("invalid duration {text:?}: {e}; write it like 500ms, 1s or 2m"))
 }
 
 #[cfg(test)]

@@ -37,5 +37,9 @@ pub fn run(root: Option<&Path>, args: &SnapshotArgs, t: &Thresholds) -> Result<E
         Some(FailOn::Critical) => Severity::Critical,
     };
     let hit = findings::worst(&found).is_some_and(|w| w >= limit);
-    Ok(if hit { ExitCode::from(EXIT_FINDING) } else { ExitCode::SUCCESS })
+    Ok(if hit {
+        ExitCode::from(EXIT_FINDING)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -10,7 +10,11 @@ use std::collections::BTreeMap;
 
 pub(super) fn find(ledger: &Ledger) -> Vec<Finding> {
     let mut by: BTreeMap<(u32, &str), u64> = BTreeMap::new();
-    for c in ledger.clients.iter().filter(|c| c.driver.as_deref() == Some("amdgpu")) {
+    for c in ledger
+        .clients
+        .iter()
+        .filter(|c| c.driver.as_deref() == Some("amdgpu"))
+    {
         let gtt = c.regions.get("gtt");
         let over = gtt
             .and_then(|g| Some(g.resident_bytes()?.saturating_sub(g.total?)))

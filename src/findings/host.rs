@@ -12,7 +12,9 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
     if source == "unaccounted" && per_fd == 0 {
         return None;
     }
-    let floor = t.driver_held_min_bytes.max((total as f64 * t.driver_held_min_share) as u64);
+    let floor = t
+        .driver_held_min_bytes
+        .max((total as f64 * t.driver_held_min_share) as u64);
     if held < floor {
         return None;
     }
@@ -30,7 +32,11 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
             percent(held, total)
         )
     };
-    let severity = if held as f64 >= total as f64 * 0.25 { Severity::Critical } else { Severity::Warning };
+    let severity = if held as f64 >= total as f64 * 0.25 {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
     Some(Finding {
         kind: Kind::DriverHeldHost,
         severity,

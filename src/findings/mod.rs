@@ -62,7 +62,12 @@ pub enum Kind {
 
 impl Kind {
     /// All kinds, for `--explain` and docs.
-    pub const ALL: [Kind; 4] = [Kind::PeerMirror, Kind::DriverHeldHost, Kind::HostPressure, Kind::EvictedToHost];
+    pub const ALL: [Kind; 4] = [
+        Kind::PeerMirror,
+        Kind::DriverHeldHost,
+        Kind::HostPressure,
+        Kind::EvictedToHost,
+    ];
 
     /// snake_case name.
     pub fn as_str(self) -> &'static str {

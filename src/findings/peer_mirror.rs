@@ -23,11 +23,19 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
         if local == 0 {
             continue;
         }
-        let floor = t.peer_min_bytes.max((local as f64 * t.peer_min_ratio) as u64);
+        let floor = t
+            .peer_min_bytes
+            .max((local as f64 * t.peer_min_ratio) as u64);
         for peer in row.devices().into_iter().filter(|d| *d != home) {
             let bytes = row.resident(peer, MemClass::Host);
             if bytes >= floor {
-                cands.push(Candidate { row, home, peer, bytes, local });
+                cands.push(Candidate {
+                    row,
+                    home,
+                    peer,
+                    bytes,
+                    local,
+                });
             }
         }
     }
@@ -53,7 +61,7 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
                     format!("host counters show it pinned ({src} {})", human_bytes(v))
                 }
                 (Backing::NotPinned, Some((v, src))) => format!(
-                    "host counters show it is not backed ({src} {}, {:.0} % of the mirrored bytes): bookkeeping only for now",
+                    "host counters show it is not backed ({src} {}, {:.0} % of the mirrored bytes), bookkeeping only for now",
                     human_bytes(v),
                     percent(v, mirrored)
                 ),

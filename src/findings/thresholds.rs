@@ -43,7 +43,9 @@ pub enum ThresholdError {
     #[error("unknown threshold {0:?}; known: {names}", names = Thresholds::NAMES.join(", "))]
     Unknown(String),
     /// The value did not parse.
-    #[error("threshold {name}: invalid value {value:?} (sizes like 256MiB, shares like 0.25 or 25%)")]
+    #[error(
+        "threshold {name}: invalid value {value:?} (sizes like 256MiB, shares like 0.25 or 25%)"
+    )]
     Value {
         /// The threshold.
         name: String,
@@ -108,9 +110,15 @@ mod tests {
         t.set("peer.min_bytes=1GiB").unwrap();
         t.set("peer.min_ratio=50%").unwrap();
         t.set("backing.pinned=0.6").unwrap();
-        assert_eq!((t.peer_min_bytes, t.peer_min_ratio, t.backing_pinned), (1 << 30, 0.5, 0.6));
+        assert_eq!(
+            (t.peer_min_bytes, t.peer_min_ratio, t.backing_pinned),
+            (1 << 30, 0.5, 0.6)
+        );
         assert!(matches!(t.set("nope=1"), Err(ThresholdError::Unknown(_))));
-        assert!(matches!(t.set("peer.min_ratio=2"), Err(ThresholdError::Value { .. })));
+        assert!(matches!(
+            t.set("peer.min_ratio=2"),
+            Err(ThresholdError::Value { .. })
+        ));
         assert!(t.set("peer.min_bytes").is_err());
     }
 }

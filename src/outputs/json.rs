@@ -127,7 +127,11 @@ pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
                 client_id: c.client_id,
                 driver: c.driver.as_deref(),
                 pid: c.owner,
-                holders: c.holders.iter().map(|&(pid, fd)| Holder { pid, fd }).collect(),
+                holders: c
+                    .holders
+                    .iter()
+                    .map(|&(pid, fd)| Holder { pid, fd })
+                    .collect(),
             })
             .collect(),
         findings,

@@ -30,9 +30,22 @@ fn host_section(l: &Ledger) -> String {
     );
     match (&h.gpu_active_source, h.gpu_active) {
         (Some(src), Some(v)) => {
-            let name = if src == "GPUActive" { "GPUActive" } else { "nr_gpu_active" };
-            let reclaim = if name == "GPUActive" { "GPUReclaim" } else { "nr_gpu_reclaim" };
-            let _ = write!(line, "   {name} {}   {reclaim} {}", human_bytes(v), human_opt(h.gpu_reclaim));
+            let name = if src == "GPUActive" {
+                "GPUActive"
+            } else {
+                "nr_gpu_active"
+            };
+            let reclaim = if name == "GPUActive" {
+                "GPUReclaim"
+            } else {
+                "nr_gpu_reclaim"
+            };
+            let _ = write!(
+                line,
+                "   {name} {}   {reclaim} {}",
+                human_bytes(v),
+                human_opt(h.gpu_reclaim)
+            );
         }
         _ => line.push_str("   GPUActive n/a (kernel has no GPU page accounting)"),
     }
@@ -43,13 +56,15 @@ fn host_section(l: &Ledger) -> String {
 
 fn device_section(l: &Ledger) -> String {
     if l.devices.is_empty() {
-        return "DRM devices\n  none: no GPU found under /sys/class/drm or /sys/class/accel\n".into();
+        return "DRM devices\n  none: no GPU found under /sys/class/drm or /sys/class/accel\n"
+            .into();
     }
     let rows: Vec<Vec<String>> = l
         .devices
         .iter()
         .map(|d| {
-            let id = |v: &Option<String>| v.as_deref().map(|x| x.trim_start_matches("0x").to_string());
+            let id =
+                |v: &Option<String>| v.as_deref().map(|x| x.trim_start_matches("0x").to_string());
             vec![
                 d.id.clone(),
                 d.minors.join(" "),
@@ -79,12 +94,33 @@ fn device_section(l: &Ledger) -> String {
 }
 
 fn process_section(l: &Ledger) -> String {
-    let holders: Vec<_> = l.processes.iter().filter(|p| !p.usage.is_empty()).collect();
+    let holders: Vec<_> = l
+        .processes
+        .iter()
+        .filter(|p| !p.usage.is_empty() || !p.shared_with_others.is_empty())
+        .collect();
     if holders.is_empty() {
         return "GPU memory by process\n  no process holds GPU memory\n".into();
     }
     let mut rows = Vec::new();
     for p in holders {
+        if p.usage.is_empty() {
+            let owners: Vec<String> = p
+                .shared_with_others
+                .iter()
+                .map(|(id, o)| format!("client {id} of pid {o}"))
+                .collect();
+            rows.push(vec![
+                p.pid.to_string(),
+                p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+                p.comm.clone(),
+                format!("(shares {}; counted there)", owners.join(", ")),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+            continue;
+        }
         for (i, dev) in p.devices().into_iter().enumerate() {
             let shared: u64 = p
                 .usage
@@ -127,7 +163,13 @@ fn findings_section(findings: &[Finding]) -> String {
     }
     let mut s = String::from("Findings\n");
     for f in findings {
-        let _ = writeln!(s, "  {:<8}  {}: {}", f.severity.as_str().to_uppercase(), f.kind.as_str(), f.message);
+        let _ = writeln!(
+            s,
+            "  {:<8}  {}: {}",
+            f.severity.as_str().to_uppercase(),
+            f.kind.as_str(),
+            f.message
+        );
     }
     s
 }
@@ -143,7 +185,11 @@ fn scan_notes(l: &Ledger) -> String {
         );
     }
     if st.malformed_lines > 0 {
-        let _ = writeln!(s, "\nNote: {} malformed lines were skipped.", st.malformed_lines);
+        let _ = writeln!(
+            s,
+            "\nNote: {} malformed lines were skipped.",
+            st.malformed_lines
+        );
     }
     s
 }

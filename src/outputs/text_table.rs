@@ -56,7 +56,10 @@ mod tests {
         let out = render(
             " ",
             &[("A", Align::Left), ("NUM", Align::Right)],
-            &[vec!["long".into(), "1".into()], vec!["x".into(), "1234".into()]],
+            &[
+                vec!["long".into(), "1".into()],
+                vec!["x".into(), "1234".into()],
+            ],
         );
         assert_eq!(out, " A      NUM\n long     1\n x     1234\n");
     }

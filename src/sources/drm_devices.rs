@@ -46,10 +46,16 @@ pub fn scan_devices(root: &Root) -> Vec<DeviceInfo> {
         let Ok(names) = root.list_dir(&class_dir) else {
             continue;
         };
-        for name in names.iter().filter_map(|n| n.to_str()).filter(|n| is_minor_name(n)) {
+        for name in names
+            .iter()
+            .filter_map(|n| n.to_str())
+            .filter(|n| is_minor_name(n))
+        {
             let dev = format!("{class_dir}/{name}/device");
             let id = device_id(root, &dev).unwrap_or_else(|| name.to_string());
-            let entry = by_id.entry(id.clone()).or_insert_with(|| read_device(root, &dev, id));
+            let entry = by_id
+                .entry(id.clone())
+                .or_insert_with(|| read_device(root, &dev, id));
             entry.minors.push(name.to_string());
         }
     }
@@ -61,7 +67,10 @@ pub fn scan_devices(root: &Root) -> Vec<DeviceInfo> {
 }
 
 fn minor_sort_key(m: &str) -> (u8, u32) {
-    let num = m.trim_start_matches(|c: char| c.is_ascii_alphabetic()).parse().unwrap_or(0);
+    let num = m
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .unwrap_or(0);
     (if m.starts_with("card") { 0 } else { 1 }, num)
 }
 
@@ -87,7 +96,9 @@ fn read_device(root: &Root, dev: &str, id: String) -> DeviceInfo {
         .ok()
         .and_then(|l| last_component(&l))
         .or_else(|| uevent(root, dev).remove("DRIVER"));
-    let name = vendor.as_deref().and_then(|v| device_name(v, device.as_deref().unwrap_or("")));
+    let name = vendor
+        .as_deref()
+        .and_then(|v| device_name(v, device.as_deref().unwrap_or("")));
     DeviceInfo {
         id,
         minors: Vec::new(),

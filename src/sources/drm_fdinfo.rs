@@ -125,12 +125,28 @@ impl FdInfo {
         // `drm-total-cycles-` before `drm-total-`.
         type Engine = fn(&mut EngineStats, u64);
         let engine_keys: [(&str, Engine, ValueKind); 6] = [
-            ("drm-engine-capacity-", |e, v| e.capacity = Some(v), ValueKind::Plain),
+            (
+                "drm-engine-capacity-",
+                |e, v| e.capacity = Some(v),
+                ValueKind::Plain,
+            ),
             ("drm-engine-", |e, v| e.busy_ns = Some(v), ValueKind::Nanos),
-            ("drm-total-cycles-", |e, v| e.total_cycles = Some(v), ValueKind::Plain),
+            (
+                "drm-total-cycles-",
+                |e, v| e.total_cycles = Some(v),
+                ValueKind::Plain,
+            ),
             ("drm-cycles-", |e, v| e.cycles = Some(v), ValueKind::Plain),
-            ("drm-maxfreq-", |e, v| e.maxfreq_hz = Some(v), ValueKind::Freq),
-            ("drm-curfreq-", |e, v| e.curfreq_hz = Some(v), ValueKind::Freq),
+            (
+                "drm-maxfreq-",
+                |e, v| e.maxfreq_hz = Some(v),
+                ValueKind::Freq,
+            ),
+            (
+                "drm-curfreq-",
+                |e, v| e.curfreq_hz = Some(v),
+                ValueKind::Freq,
+            ),
         ];
         for (prefix, set, kind) in engine_keys {
             if let Some(name) = key.strip_prefix(prefix).filter(|n| !n.is_empty()) {
@@ -217,7 +233,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const XE_TWO_TILE: &str = "flags:\t02100002\ndrm-driver:\txe\ndrm-client-id:\t173\ndrm-pdev:\t0000:4d:00.0\n\
+    const XE_TWO_TILE: &str =
+        "flags:\t02100002\ndrm-driver:\txe\ndrm-client-id:\t173\ndrm-pdev:\t0000:4d:00.0\n\
 drm-total-gtt:\t264 KiB\ndrm-active-gtt:\t72 KiB\ndrm-resident-gtt:\t264 KiB\n\
 drm-total-vram0:\t65072580 KiB\ndrm-resident-vram0:\t65072580 KiB\n\
 drm-cycles-bcs:\t395\ndrm-total-cycles-bcs:\t24339816184\ndrm-engine-capacity-bcs:\t16\n";
@@ -237,7 +254,11 @@ drm-cycles-bcs:\t395\ndrm-total-cycles-bcs:\t24339816184\ndrm-engine-capacity-bc
         );
         assert!(!i.regions.contains_key("cycles-bcs"));
         assert_eq!(i.malformed, 0);
-        assert!(i.extras.is_empty(), "header keys are not extras: {:?}", i.extras);
+        assert!(
+            i.extras.is_empty(),
+            "header keys are not extras: {:?}",
+            i.extras
+        );
     }
 
     #[test]

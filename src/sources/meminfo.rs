@@ -45,7 +45,8 @@ pub fn parse_meminfo(text: &str) -> Counters {
                 _ => return None,
             };
             let key = k.trim();
-            (!key.is_empty() && !key.contains(char::is_whitespace)).then(|| (key.to_string(), value))
+            (!key.is_empty() && !key.contains(char::is_whitespace))
+                .then(|| (key.to_string(), value))
         });
         match parsed {
             Some((k, v)) => {
@@ -62,7 +63,11 @@ pub fn parse_vmstat(text: &str, keep: impl Fn(&str) -> bool) -> Counters {
     let mut out = Counters::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let mut parts = line.split_whitespace();
-        match (parts.next(), parts.next().and_then(|v| v.parse::<u64>().ok()), parts.next()) {
+        match (
+            parts.next(),
+            parts.next().and_then(|v| v.parse::<u64>().ok()),
+            parts.next(),
+        ) {
             (Some(k), Some(v), None) => {
                 if keep(k) {
                     out.values.insert(k.to_string(), v);
@@ -99,7 +104,10 @@ Hugepagesize:       2048 kB\nbroken line\nMemFree: lots kB\n",
 
     #[test]
     fn vmstat_keeps_gpu_counters() {
-        let c = parse_vmstat("nr_free_pages 100\nnr_gpu_active 42\nnr_gpu_reclaim 7\nbad\n", is_gpu_vmstat_key);
+        let c = parse_vmstat(
+            "nr_free_pages 100\nnr_gpu_active 42\nnr_gpu_reclaim 7\nbad\n",
+            is_gpu_vmstat_key,
+        );
         assert_eq!(c.values.len(), 2);
         assert_eq!(c.values["nr_gpu_active"], 42);
         assert_eq!(c.malformed, 1);

@@ -43,8 +43,14 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(device_name("0x8086", "0xe223").as_deref(), Some("Intel Arc Pro B70 (Battlemage G31)"));
-        assert_eq!(device_name("0x1002", "0x1234").as_deref(), Some("AMD Radeon / Instinct (device 0x1234)"));
+        assert_eq!(
+            device_name("0x8086", "0xe223").as_deref(),
+            Some("Intel Arc Pro B70 (Battlemage G31)")
+        );
+        assert_eq!(
+            device_name("0x1002", "0x1234").as_deref(),
+            Some("AMD Radeon / Instinct (device 0x1234)")
+        );
         assert_eq!(device_name("0x1af4", "0x1050"), None);
         assert_eq!(device_name("zz", "0x1"), None);
     }

@@ -86,15 +86,15 @@ pub fn read_fd_table(root: &Root, dir: &DirHandle) -> io::Result<FdTable> {
         let text = link.to_string_lossy();
         let found = match classify_link(&text) {
             Some(kind) => Some((kind, minor_from_path(kind, &text))),
-            None if root.is_live() && may_be_moved_node(&text) => {
-                dir.char_device(&name)
-                    .filter(|(major, _)| [DRM_MAJOR, ACCEL_MAJOR].contains(major))
-                    .map(|(major, minor)| {
-                        let sys = root.read_link(format!("sys/dev/char/{major}:{minor}")).ok();
-                        let name = sys.and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
-                        (GpuFdKind::Drm, name)
-                    })
-            }
+            None if root.is_live() && may_be_moved_node(&text) => dir
+                .char_device(&name)
+                .filter(|(major, _)| [DRM_MAJOR, ACCEL_MAJOR].contains(major))
+                .map(|(major, minor)| {
+                    let sys = root.read_link(format!("sys/dev/char/{major}:{minor}")).ok();
+                    let name =
+                        sys.and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+                    (GpuFdKind::Drm, name)
+                }),
             None => None,
         };
         if let Some((kind, minor)) = found {
@@ -144,8 +144,14 @@ pub fn is_minor_name(name: &str) -> bool {
 /// the common non-GPU nodes are skipped so they cost no stat.
 fn may_be_moved_node(text: &str) -> bool {
     const COMMON: [&str; 8] = [
-        "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/ptmx", "/dev/full",
-        "/dev/console", "/dev/fuse",
+        "/dev/null",
+        "/dev/zero",
+        "/dev/urandom",
+        "/dev/random",
+        "/dev/ptmx",
+        "/dev/full",
+        "/dev/console",
+        "/dev/fuse",
     ];
     text.starts_with("/dev/")
         && !COMMON.contains(&text)
@@ -211,7 +217,9 @@ pub fn parse_status(text: &str) -> Status {
 
 /// Reads and parses `/proc/PID/status`.
 pub fn read_status(root: &Root, pid: u32) -> io::Result<Status> {
-    Ok(parse_status(&root.read_string(format!("proc/{pid}/status"))?))
+    Ok(parse_status(
+        &root.read_string(format!("proc/{pid}/status"))?,
+    ))
 }
 
 /// The parent pid from `/proc/PID/stat` (field 4, after the parenthesised comm).
@@ -247,17 +255,39 @@ pub fn filter_environ(pairs: &[String]) -> BTreeMap<String, String> {
 /// looks like a credential.
 pub fn env_allowed(name: &str, neo_debug: bool) -> bool {
     const EXACT: [&str; 18] = [
-        "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",
-        "PMI_SIZE", "PMIX_RANK", "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_JOB_ID",
-        "SLURM_NTASKS", "NEOReadDebugKeys",
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALRANKID",
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_JOB_ID",
+        "SLURM_NTASKS",
+        "NEOReadDebugKeys",
     ];
     const PREFIXES: [&str; 6] = ["ZE_", "SYCL_", "ONEAPI_", "UR_", "CCL_", "NCCL_"];
     const NEO_PREFIXES: [&str; 6] = ["Enable", "Disable", "Force", "Override", "Print", "Use"];
     let upper = name.to_ascii_uppercase();
-    if ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "_KEY", "AUTH"]
-        .iter()
-        .any(|bad| upper.contains(bad))
+    if [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "_KEY",
+        "AUTH",
+    ]
+    .iter()
+    .any(|bad| upper.contains(bad))
     {
         return false;
     }
@@ -284,21 +314,36 @@ mod tests {
         assert_eq!(classify_link("/dev/nvidia-uvm"), Some(GpuFdKind::Nvidia));
         assert_eq!(classify_link("socket:[123]"), None);
         assert_eq!(classify_link("/home/u/dri/renderD128"), None);
-        assert!(is_minor_name("renderD128") && is_minor_name("card1") && !is_minor_name("card1-DP-1"));
+        assert!(
+            is_minor_name("renderD128") && is_minor_name("card1") && !is_minor_name("card1-DP-1")
+        );
     }
 
     #[test]
     fn environ_allow_list() {
         let env: Vec<String> = [
-            "RANK=1", "LOCAL_RANK=1", "HOME=/root", "AWS_SECRET_ACCESS_KEY=x", "ZE_AFFINITY_MASK=0",
-            "NCCL_P2P_DISABLE=1", "CUDA_VISIBLE_DEVICES=0,1", "EnableDeferBacking=0", "NCCL_AUTH_TOKEN=s",
+            "RANK=1",
+            "LOCAL_RANK=1",
+            "HOME=/root",
+            "AWS_SECRET_ACCESS_KEY=x",
+            "ZE_AFFINITY_MASK=0",
+            "NCCL_P2P_DISABLE=1",
+            "CUDA_VISIBLE_DEVICES=0,1",
+            "EnableDeferBacking=0",
+            "NCCL_AUTH_TOKEN=s",
         ]
         .map(String::from)
         .to_vec();
         let kept = filter_environ(&env);
         assert_eq!(
             kept.keys().collect::<Vec<_>>(),
-            ["CUDA_VISIBLE_DEVICES", "LOCAL_RANK", "NCCL_P2P_DISABLE", "RANK", "ZE_AFFINITY_MASK"]
+            [
+                "CUDA_VISIBLE_DEVICES",
+                "LOCAL_RANK",
+                "NCCL_P2P_DISABLE",
+                "RANK",
+                "ZE_AFFINITY_MASK"
+            ]
         );
         let mut with_neo = env.clone();
         with_neo.push("NEOReadDebugKeys=1".into());
@@ -309,15 +354,27 @@ mod tests {
 
     #[test]
     fn status_and_stat() {
-        let s = parse_status("Name:\tpython3\nPPid:\t10\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t7\n");
-        assert_eq!(s, Status { ppid: Some(10), uid: Some(1000), nspid: vec![4242, 7] });
+        let s = parse_status(
+            "Name:\tpython3\nPPid:\t10\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t7\n",
+        );
+        assert_eq!(
+            s,
+            Status {
+                ppid: Some(10),
+                uid: Some(1000),
+                nspid: vec![4242, 7]
+            }
+        );
         assert_eq!(parse_stat_ppid("123 (a) b) c) S 77 123 123 0"), Some(77));
         assert_eq!(parse_stat_ppid("garbage"), None);
     }
 
     #[test]
     fn cmdline_non_utf8() {
-        assert_eq!(split_nul(b"py\xffthon\0-c\0\0"), vec!["py\u{fffd}thon", "-c"]);
+        assert_eq!(
+            split_nul(b"py\xffthon\0-c\0\0"),
+            vec!["py\u{fffd}thon", "-c"]
+        );
     }
 
     proptest! {

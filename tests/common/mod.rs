@@ -1,0 +1,62 @@
+//! Helpers shared by the integration tests: run the real binary, read fixtures and golden files.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The built gpuledger binary.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gpuledger"))
+}
+
+/// `tests/fixtures/<name>`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Runs gpuledger with `args`.
+pub fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run gpuledger")
+}
+
+/// Runs and returns stdout, asserting the exit code.
+pub fn stdout_of(args: &[&str], code: i32) -> String {
+    let out = run(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "gpuledger {args:?}\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// Parses JSON output.
+pub fn json_of(args: &[&str], code: i32) -> serde_json::Value {
+    serde_json::from_str(&stdout_of(args, code)).expect("valid JSON")
+}
+
+/// Compares `actual` with `tests/golden/<name>`; `UPDATE_GOLDEN=1` rewrites the file.
+pub fn assert_golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}; run with UPDATE_GOLDEN=1",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "output differs from {}\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
