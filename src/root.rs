@@ -179,6 +179,12 @@ impl Root {
             .collect()
     }
 
+    /// `st_size` of `rel` (one `stat`, following links inside the root).
+    pub fn size_of(&self, rel: impl AsRef<Path>) -> io::Result<u64> {
+        let path = self.resolve(rel.as_ref(), true)?;
+        Ok(rustix::fs::stat(&path)?.st_size as u64)
+    }
+
     /// Opens a directory for repeated `*at` calls (the per-process `fd/` directory).
     pub fn open_dir(&self, rel: impl AsRef<Path>) -> io::Result<DirHandle> {
         let path = self.resolve(rel.as_ref(), true)?;
@@ -216,11 +222,6 @@ impl DirHandle {
     pub fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
         let target = rustix::fs::readlinkat(&self.fd, name, Vec::new())?;
         Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
-    }
-
-    /// `st_size` of the directory; for `/proc/PID/fd` on Linux ≥ 6.2 the number of open fds.
-    pub fn size(&self) -> io::Result<u64> {
-        Ok(rustix::fs::fstat(&self.fd)?.st_size as u64)
     }
 
     /// Device number (major, minor) of what `name` points to, following the link (live roots).

@@ -4,7 +4,7 @@
 //! Repeated sampling keeps per-process state instead: processes holding GPU fds are re-read every
 //! sample (fd table and DRM fdinfo); new pids come from the `/proc` listing and get a full fd scan;
 //! every other process has its fd count (`st_size` of `/proc/PID/fd`, Linux ≥ 6.2) checked once per
-//! `check_period` and its table re-read only when the count changed, plus a slow full rotation every
+//! `check_period` (1 s, so a new DRM client is seen within about a second) and its table re-read only when the count changed, plus a slow full rotation every
 //! `rescan_period` for the rare open-and-close that keeps the count. fdinfo of a device that runtime
 //! PM reports suspended is re-read only every `asleep_period`, because reading xe fdinfo wakes it.
 
@@ -48,7 +48,7 @@ pub struct SamplerOptions {
 impl Default for SamplerOptions {
     fn default() -> Self {
         SamplerOptions {
-            check_period: Duration::from_millis(500),
+            check_period: Duration::from_secs(1),
             rescan_period: Duration::from_secs(30),
             asleep_period: Duration::from_secs(30),
             device_period: Duration::from_secs(10),
@@ -90,6 +90,8 @@ pub struct Sampler {
     devices: Vec<DeviceInfo>,
     devices_at: Option<Instant>,
     page_size: u64,
+    /// Whether `st_size` of `/proc/PID/fd` is the fd count on this kernel (Linux ≥ 6.2).
+    fd_count_in_size: bool,
 }
 
 impl Sampler {
@@ -100,6 +102,8 @@ impl Sampler {
         } else {
             capture_page_size(&root).unwrap_or(4096)
         };
+        let fd_count_in_size =
+            root.is_live() && pp::fd_count(&root, std::process::id()).is_ok_and(|n| n > 0);
         Sampler {
             root,
             scope,
@@ -108,6 +112,7 @@ impl Sampler {
             devices: Vec::new(),
             devices_at: None,
             page_size,
+            fd_count_in_size,
         }
     }
 
@@ -273,6 +278,7 @@ impl Sampler {
         stats: &mut ScanStats,
     ) -> io::Result<Option<ProcessSample>> {
         let live = self.root.is_live();
+        let counts = self.fd_count_in_size;
         let opts = self.opts;
         let root = &self.root;
         let t = self.procs.get_mut(&pid).expect("tracked above");
@@ -282,13 +288,17 @@ impl Sampler {
         if !must_scan && !due(t.last_check, opts.check_period) {
             return Ok(None);
         }
-        let dir = pp::open_fd_dir(root, pid)?;
         t.last_check = Some(now);
-        let count = dir.size().ok().filter(|&c| c > 0);
+        let count = if counts {
+            Some(pp::fd_count(root, pid)?)
+        } else {
+            None
+        };
         let changed = count.is_none() || count != t.fd_count;
         if !must_scan && !changed {
             return Ok(None);
         }
+        let dir = pp::open_fd_dir(root, pid)?;
         let table = pp::read_fd_table(root, &dir)?;
         stats.fd_tables_read += 1;
         t.fd_count = count;

@@ -68,6 +68,11 @@ pub fn open_fd_dir(root: &Root, pid: u32) -> io::Result<DirHandle> {
     root.open_dir(format!("proc/{pid}/fd"))
 }
 
+/// The number of open fds from `st_size` of `/proc/PID/fd` (Linux ≥ 6.2; 0 on older kernels).
+pub fn fd_count(root: &Root, pid: u32) -> io::Result<u64> {
+    root.size_of(format!("proc/{pid}/fd"))
+}
+
 /// Reads every link of an fd table and keeps the GPU ones.
 pub fn read_fd_table(root: &Root, dir: &DirHandle) -> io::Result<FdTable> {
     let names = dir.names()?;
