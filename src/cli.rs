@@ -54,6 +54,35 @@ pub enum FailOn {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the seed scenario twice in the simulator (eager and deferred backing), record both,
+    /// and show the bad run's snapshot, its timeline findings and the diff. Needs no GPU.
+    Demo {
+        /// Keep the simulated trees and recordings in this directory.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+    },
+    /// Write a capture tree of a simulated machine (for what-if questions and tests).
+    Simulate(SimulateArgs),
+    /// Run a command (or attach to pids) and record its GPU and host memory over time.
+    Record(RecordArgs),
+    /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
+    Show {
+        /// The recording.
+        file: PathBuf,
+        /// Print JSON (gpuledger.show/1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two recordings: the bad-vs-good table, and which run shows pinned peer mirrors.
+    Diff {
+        /// Run A.
+        a: PathBuf,
+        /// Run B.
+        b: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a capture of this machine (host counters, DRM devices, GPU processes' fdinfo) for
     /// offline analysis with --root, or to attach to a bug report.
     Capture {
@@ -64,4 +93,65 @@ pub enum Command {
         #[arg(long = "pid", value_name = "PID")]
         pids: Vec<u32>,
     },
+}
+
+/// `simulate` options.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// ddp-peer-mirror, single-gpu, leak or amdgpu-tp.
+    pub scenario: String,
+    /// Directory to write the capture tree into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Ranks (one GPU each); default from the scenario.
+    #[arg(long)]
+    pub ranks: Option<u32>,
+    /// Peer registrations pinned at once (eager, like compute-runtime 26.22) or bookkeeping only
+    /// (deferred, like 26.05).
+    #[arg(long, value_enum, default_value = "eager")]
+    pub backing: BackingArg,
+    /// Host RAM of the simulated machine.
+    #[arg(long, default_value = "64GiB", value_name = "SIZE")]
+    pub host_mem: String,
+    /// Allocator segment sizes, comma-separated (default: six of the seed's 3,174,400 KiB).
+    #[arg(long, value_name = "SIZE,...")]
+    pub segments: Option<String>,
+    /// Simulate a kernel without GPUActive (before Linux 7.1): pins show only as unaccounted.
+    #[arg(long)]
+    pub no_gpu_accounting: bool,
+    /// Keep rewriting the tree in place for this long as the job runs (e.g. 60s).
+    #[arg(long, value_name = "DURATION")]
+    pub live: Option<String>,
+}
+
+/// Backing modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackingArg {
+    /// Pinned at registration.
+    Eager,
+    /// Bookkeeping only.
+    Deferred,
+}
+
+/// `record` options.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Output recording (SQLite); default gpuledger-<time>.ledger.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Sampling interval.
+    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    pub interval: String,
+    /// Attach to these pids (and their children) instead of running a command.
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "all")]
+    pub pids: Vec<u32>,
+    /// Record every process.
+    #[arg(long)]
+    pub all: bool,
+    /// Stop after this long (with --pid or --all; a command is recorded until it exits).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// The command to run and record, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }

@@ -6,11 +6,15 @@
 pub mod archive;
 pub mod capture;
 pub mod findings;
+pub mod job;
 pub mod ledger;
 pub mod outputs;
+pub mod recording;
 pub mod root;
 pub mod sampler;
+pub mod sim;
 pub mod snapshot;
 pub mod sources;
+pub mod timeline;
 pub mod tree_writer;
 pub mod units;

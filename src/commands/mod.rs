@@ -1,6 +1,11 @@
 //! One function per command. They wire library pieces together and print.
 
 mod capture;
+mod demo;
+mod diff;
+mod record;
+mod show;
+mod simulate;
 mod snapshot;
 
 use crate::cli::{Cli, Command};
@@ -16,6 +21,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => snapshot::run(cli.root.as_deref(), &cli.snapshot, &thresholds),
         Some(Command::Capture { output, pids }) => capture::run(cli.root.as_deref(), &output, pids),
+        Some(Command::Demo { keep }) => demo::run(keep.as_deref(), &thresholds),
+        Some(Command::Simulate(args)) => simulate::run(&args),
+        Some(Command::Record(args)) => record::run(cli.root.as_deref(), &args, &thresholds),
+        Some(Command::Show { file, json }) => show::run(&file, json),
+        Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
     }
 }
 

@@ -20,7 +20,15 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
             continue;
         };
         let local = row.resident(home, MemClass::Device);
-        if local == 0 {
+        // With two devices of similar VRAM use there is no telling which one is the peer.
+        let runner_up = row
+            .devices()
+            .into_iter()
+            .filter(|d| *d != home)
+            .map(|d| row.resident(d, MemClass::Device))
+            .max()
+            .unwrap_or(0);
+        if local == 0 || runner_up as f64 >= local as f64 * t.home_margin {
             continue;
         }
         let floor = t

@@ -10,6 +10,9 @@ pub struct Thresholds {
     pub peer_min_bytes: u64,
     /// peer_mirror: least share of the home device's local resident bytes.
     pub peer_min_ratio: f64,
+    /// peer_mirror: another device's VRAM use at or above this share of the home device's makes
+    /// the home ambiguous, and no finding is made.
+    pub home_margin: f64,
     /// Host evidence share of mirrored bytes at or above which backing is `pinned`.
     pub backing_pinned: f64,
     /// Share below which backing is `not_pinned`.
@@ -27,6 +30,7 @@ impl Default for Thresholds {
         Thresholds {
             peer_min_bytes: 256 << 20,
             peer_min_ratio: 0.25,
+            home_margin: 0.5,
             backing_pinned: 0.5,
             backing_not_pinned: 0.1,
             driver_held_min_bytes: 1 << 30,
@@ -56,9 +60,10 @@ pub enum ThresholdError {
 
 impl Thresholds {
     /// Names accepted by [`Thresholds::set`].
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "peer.min_bytes",
         "peer.min_ratio",
+        "peer.home_margin",
         "backing.pinned",
         "backing.not_pinned",
         "driver_held.min_bytes",
@@ -89,6 +94,7 @@ impl Thresholds {
         match name.trim() {
             "peer.min_bytes" => self.peer_min_bytes = bytes()?,
             "peer.min_ratio" => self.peer_min_ratio = share()?,
+            "peer.home_margin" => self.home_margin = share()?,
             "backing.pinned" => self.backing_pinned = share()?,
             "backing.not_pinned" => self.backing_not_pinned = share()?,
             "driver_held.min_bytes" => self.driver_held_min_bytes = bytes()?,

@@ -1,5 +1,6 @@
 //! Renderers. They format what the ledger and the findings hold and compute nothing new.
 
 pub mod json;
+pub mod show;
 pub mod table;
 pub mod text_table;

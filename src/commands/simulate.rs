@@ -1,0 +1,91 @@
+//! `gpuledger simulate`.
+
+use crate::cli::{BackingArg, SimulateArgs};
+use anyhow::{bail, Context, Result};
+use gpuledger::sim::{Backing, LiveWriter, Scenario, SimParams, Simulation};
+use gpuledger::tree_writer::TreeWriter;
+use gpuledger::units::{parse_duration, parse_size_spec, SizeSpec};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn size(text: &str, what: &str) -> Result<u64> {
+    match parse_size_spec(text).with_context(|| format!("in {what}"))? {
+        SizeSpec::Bytes(b) if b > 0 => Ok(b),
+        _ => bail!("{what}: {text:?} must be a size such as 64GiB"),
+    }
+}
+
+pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
+    let Some(scenario) = Scenario::parse(&args.scenario) else {
+        let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+        bail!(
+            "unknown scenario {:?}; known: {}",
+            args.scenario,
+            names.join(", ")
+        );
+    };
+    let mut p = SimParams::new(scenario);
+    if let Some(r) = args.ranks {
+        if r == 0 || r > 64 {
+            bail!("--ranks {r}: give 1 to 64");
+        }
+        p.ranks = r;
+    }
+    p.backing = match args.backing {
+        BackingArg::Eager => Backing::Eager,
+        BackingArg::Deferred => Backing::Deferred,
+    };
+    p.host_mem = size(&args.host_mem, "--host-mem")?;
+    if let Some(list) = &args.segments {
+        p.segments = list
+            .split(',')
+            .map(|s| size(s, "--segments"))
+            .collect::<Result<_>>()?;
+    }
+    p.gpu_accounting = !args.no_gpu_accounting;
+    p.apply_env(|k| std::env::var(k).ok());
+    let live = args
+        .live
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    if let Some(d) = live {
+        p.duration_s = d.as_secs_f64().max(1.0);
+    }
+    let sim = Simulation::new(p);
+    let tree = TreeWriter::new(&args.out)
+        .with_context(|| format!("cannot create --out {}", args.out.display()))?;
+    let mut writer =
+        LiveWriter::new(tree, scenario.name()).context("writing the simulated tree")?;
+    let Some(d) = live else {
+        writer
+            .write(&sim.state_at(sim.busiest_t()))
+            .context("writing the simulated tree")?;
+        eprintln!(
+            "wrote {} ({}): read it with gpuledger --root {}",
+            args.out.display(),
+            scenario.name(),
+            args.out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    eprintln!(
+        "simulating {} live in {} for {:.0} s",
+        scenario.name(),
+        args.out.display(),
+        d.as_secs_f64()
+    );
+    let start = Instant::now();
+    loop {
+        let t = start.elapsed();
+        writer
+            .write(&sim.state_at(t.as_secs_f64()))
+            .context("rewriting the simulated tree")?;
+        if t >= d {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100).min(d - t));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,127 @@
+//! A child job: started by gpuledger, signals forwarded to it, its exit status passed on.
+//!
+//! Signals that another process sends to gpuledger (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1/2)
+//! are forwarded to the child. A SIGINT from the terminal (Ctrl-C) already reaches the child,
+//! which shares gpuledger's process group, so it is not sent twice.
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::iterator::SignalsInfo;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+/// A running child with signal forwarding.
+#[derive(Debug)]
+pub struct Job {
+    child: Child,
+    handle: signal_hook::iterator::Handle,
+    forwarded: Arc<AtomicI32>,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobEnd {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal, when it was killed by one.
+    pub signal: Option<i32>,
+}
+
+impl JobEnd {
+    fn from_status(s: ExitStatus) -> JobEnd {
+        JobEnd {
+            code: s.code(),
+            signal: s.signal(),
+        }
+    }
+
+    /// The status to exit with: the child's code, or 128 + signal as a shell reports it.
+    pub fn exit_code(&self) -> u8 {
+        match (self.code, self.signal) {
+            (Some(c), _) => c.clamp(0, 255) as u8,
+            (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
+            _ => 1,
+        }
+    }
+}
+
+impl Job {
+    /// Starts `argv` and begins forwarding signals to it.
+    pub fn spawn(argv: &[String]) -> io::Result<Job> {
+        let (prog, args) = argv.split_first().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "no command given after --")
+        })?;
+        let child = Command::new(prog)
+            .args(args)
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start {prog:?}: {e}")))?;
+        let pid = child.id() as i32;
+        let mut signals =
+            SignalsInfo::<WithOrigin>::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])?;
+        let handle = signals.handle();
+        let forwarded = Arc::new(AtomicI32::new(0));
+        let seen = forwarded.clone();
+        std::thread::spawn(move || {
+            for info in signals.forever() {
+                let from_terminal = info.signal == SIGINT && info.process.is_none();
+                if from_terminal {
+                    continue;
+                }
+                seen.store(info.signal, Ordering::SeqCst);
+                if let (Some(p), Ok(sig)) = (
+                    rustix::process::Pid::from_raw(pid),
+                    signal_from_raw(info.signal),
+                ) {
+                    let _ = rustix::process::kill_process(p, sig);
+                }
+            }
+        });
+        Ok(Job {
+            child,
+            handle,
+            forwarded,
+        })
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The last signal forwarded to the child (0 if none).
+    pub fn forwarded_signal(&self) -> i32 {
+        self.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// Returns the end of the job if it has ended.
+    pub fn try_wait(&mut self) -> io::Result<Option<JobEnd>> {
+        Ok(self.child.try_wait()?.map(JobEnd::from_status))
+    }
+
+    /// Waits for the job to end.
+    pub fn wait(&mut self) -> io::Result<JobEnd> {
+        self.child.wait().map(JobEnd::from_status)
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.handle.close();
+    }
+}
+
+fn signal_from_raw(sig: i32) -> Result<rustix::process::Signal, ()> {
+    use rustix::process::Signal;
+    Ok(match sig {
+        SIGTERM => Signal::TERM,
+        SIGINT => Signal::INT,
+        SIGHUP => Signal::HUP,
+        SIGQUIT => Signal::QUIT,
+        SIGUSR1 => Signal::USR1,
+        SIGUSR2 => Signal::USR2,
+        _ => return Err(()),
+    })
+}

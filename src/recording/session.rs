@@ -1,0 +1,36 @@
+//! One recording step: sample, attribute, analyse, append.
+
+use super::{Recorder, RecordingError};
+use crate::findings::{analyze, Finding, Thresholds};
+use crate::ledger::Ledger;
+use crate::sampler::{SampleError, Sampler};
+use thiserror::Error;
+
+/// A step that failed.
+#[derive(Debug, Error)]
+pub enum StepError {
+    /// Sampling failed.
+    #[error(transparent)]
+    Sample(#[from] SampleError),
+    /// Writing failed.
+    #[error(transparent)]
+    Write(#[from] RecordingError),
+}
+
+/// Takes a sample (stamped `time_ms` when given, e.g. a simulated clock), appends it and returns
+/// the ledger and its findings.
+pub fn step(
+    sampler: &mut Sampler,
+    recorder: &mut Recorder,
+    thresholds: &Thresholds,
+    time_ms: Option<u64>,
+) -> Result<(Ledger, Vec<Finding>), StepError> {
+    let mut snap = sampler.sample()?;
+    if let Some(t) = time_ms {
+        snap.time_ms = t;
+    }
+    let ledger = Ledger::from_snapshot(&snap);
+    let findings = analyze(&ledger, thresholds);
+    recorder.add(&ledger, &findings)?;
+    Ok((ledger, findings))
+}

@@ -1,0 +1,32 @@
+//! `simulate`: a model of a machine running a multi-GPU job, written as a capture tree so the
+//! whole pipeline (sampler, ledger, findings, record, guard, serve) runs on it unchanged.
+//!
+//! ## The `ddp-peer-mirror` model (GSD-13038)
+//! N ranks (torchrun children of one launcher), one home GPU each: xe, Arc Pro B70 (8086:e223),
+//! 32 GiB VRAM. Every rank opens a render node on every device (a Level Zero context spanning all
+//! cards). At start each rank holds the seed's baseline: 627 MiB GTT on its home fd, 512 MiB of
+//! VRAM there (contexts, kernels) and ~190 MiB VRAM on each peer fd. Then the caching allocator
+//! creates large device segments (default: six of the seed's 3,174,400 KiB step, a ~18.2 GiB
+//! working set, the seed's "~18.5 GiB") at regular times; each segment is added to `drm-resident-vram0` on the home fd
+//! *and* registered as `drm-resident-gtt` on the rank's fd to every peer.
+//! - `eager` (compute-runtime 26.22): every registration is backed by pinned host pages, so
+//!   GPUActive rises and MemFree / MemAvailable fall by the segment size per peer.
+//! - `deferred` (26.05): the registrations stay bookkeeping; GPUActive stays at the seed's 0.67 GiB.
+//!
+//! Host RAM is finite (`--host-mem`, default 64 GiB, of which 30 % is other use): when pinned
+//! memory would pass what is left, the job dies at that moment (its pids disappear), as the seed's
+//! did without an OOM kill. Otherwise the job ends at 90 % of the run and its memory is released.
+//! The simulator also reads its own environment the way the runtime would: `NEOReadDebugKeys=1
+//! EnableDeferBacking=0` makes backing deferred, `ZE_AFFINITY_MASK=<one device>` confines every rank
+//! to that one device (no peer fds).
+//!
+//! Other scenarios: `single-gpu` (healthy), `leak` (host memory grows to the end), `amdgpu-tp`
+//! (2 ranks of tensor parallel on amdgpu MI300X, `vram`/`gtt`/`cpu` with legacy keys, no mirror).
+
+mod fdinfo_text;
+mod model;
+pub mod run;
+mod write;
+
+pub use model::{Backing, Scenario, SimParams, SimProcess, SimState, Simulation};
+pub use write::{write_state, LiveWriter};

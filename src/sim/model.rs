@@ -1,0 +1,485 @@
+//! The simulated machine as a pure function of time (see the module doc of `sim`).
+
+use super::fdinfo_text;
+use crate::sources::drm_devices::DeviceInfo;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+/// The seed's repeated segment, 3,174,400 KiB as measured there. (The report calls it a
+/// 512×2048×795 fp32 buffer, but that is 3,256,320 KiB; 3,174,400 KiB is 512×2048×775 fp32.)
+pub const SEED_SEGMENT: u64 = 3_174_400 * KIB;
+const LAUNCHER_PID: u32 = 4000;
+/// Share of the run at which the job ends by itself.
+const JOB_END: f64 = 0.9;
+
+/// What is simulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// The seed: DDP ranks whose segments are mirrored as GTT on every peer device.
+    DdpPeerMirror,
+    /// One rank on one GPU, healthy.
+    SingleGpu,
+    /// One process whose host-class memory grows until the end.
+    Leak,
+    /// Two tensor-parallel ranks on amdgpu, no mirror.
+    AmdgpuTp,
+}
+
+impl Scenario {
+    /// Every scenario.
+    pub const ALL: [Scenario; 4] = [
+        Scenario::DdpPeerMirror,
+        Scenario::SingleGpu,
+        Scenario::Leak,
+        Scenario::AmdgpuTp,
+    ];
+
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::DdpPeerMirror => "ddp-peer-mirror",
+            Scenario::SingleGpu => "single-gpu",
+            Scenario::Leak => "leak",
+            Scenario::AmdgpuTp => "amdgpu-tp",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// Whether peer registrations are backed by pinned host pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backing {
+    /// Pinned at registration (compute-runtime 26.22).
+    Eager,
+    /// Bookkeeping only (26.05).
+    Deferred,
+}
+
+/// Parameters of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimParams {
+    /// Scenario.
+    pub scenario: Scenario,
+    /// Ranks (one GPU each).
+    pub ranks: u32,
+    /// Peer-registration backing.
+    pub backing: Backing,
+    /// Host RAM.
+    pub host_mem: u64,
+    /// Device segments each rank's caching allocator creates, in order.
+    pub segments: Vec<u64>,
+    /// Length of the simulated run, seconds.
+    pub duration_s: f64,
+    /// Whether the kernel has GPUActive (Linux 7.1+); without it only the residual shows pins.
+    pub gpu_accounting: bool,
+    /// Ranks confined to one device (`ZE_AFFINITY_MASK`): no peer fds.
+    pub single_device: bool,
+    /// Environment the ranks see (debug keys, masks), as the simulator was given it.
+    pub env: Vec<(String, String)>,
+}
+
+impl SimParams {
+    /// The defaults of a scenario.
+    pub fn new(scenario: Scenario) -> SimParams {
+        let (ranks, segments) = match scenario {
+            Scenario::DdpPeerMirror => (2, vec![SEED_SEGMENT; 6]),
+            Scenario::SingleGpu => (1, vec![SEED_SEGMENT; 4]),
+            Scenario::Leak => (1, vec![256 * MIB; 40]),
+            Scenario::AmdgpuTp => (2, vec![16 * GIB; 4]),
+        };
+        SimParams {
+            scenario,
+            ranks,
+            backing: Backing::Eager,
+            host_mem: 64 * GIB,
+            segments,
+            duration_s: 60.0,
+            gpu_accounting: true,
+            single_device: false,
+            env: Vec::new(),
+        }
+    }
+
+    /// Applies the runtime variables the simulated job would obey: `NEOReadDebugKeys=1` with
+    /// `EnableDeferBacking=0` → deferred backing; a one-device `ZE_AFFINITY_MASK` → no peers.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
+        let debug = get("NEOReadDebugKeys").as_deref() == Some("1");
+        for name in ["NEOReadDebugKeys", "EnableDeferBacking", "ZE_AFFINITY_MASK"] {
+            if let Some(v) = get(name) {
+                self.env.push((name.to_string(), v));
+            }
+        }
+        if debug && get("EnableDeferBacking").as_deref() == Some("0") {
+            self.backing = Backing::Deferred;
+        }
+        if get("ZE_AFFINITY_MASK").is_some_and(|m| !m.contains(',') && !m.is_empty()) {
+            self.single_device = true;
+        }
+    }
+}
+
+/// One simulated process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimProcess {
+    /// Pid.
+    pub pid: u32,
+    /// Parent pid.
+    pub ppid: u32,
+    /// comm.
+    pub comm: String,
+    /// cmdline.
+    pub cmdline: Vec<String>,
+    /// Environment.
+    pub env: Vec<(String, String)>,
+    /// (fd, minor, fdinfo text).
+    pub fds: Vec<(u32, String, String)>,
+}
+
+/// The machine at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimState {
+    /// Seconds since the start of the run.
+    pub t_s: f64,
+    /// `/proc/meminfo` text.
+    pub meminfo: String,
+    /// `/proc/vmstat` text.
+    pub vmstat: String,
+    /// Devices.
+    pub devices: Vec<DeviceInfo>,
+    /// Processes.
+    pub processes: Vec<SimProcess>,
+    /// Whether the job still runs.
+    pub job_running: bool,
+    /// Whether the job died of host-memory exhaustion.
+    pub died: bool,
+}
+
+/// A simulated run.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    params: SimParams,
+    /// Share of the run at which the job dies, if it does.
+    death: Option<f64>,
+}
+
+struct RankMem {
+    home_vram: u64,
+    home_gtt: u64,
+    /// (device index, gtt, vram) for each peer fd.
+    peers: Vec<(u32, u64, u64)>,
+    pinned: u64,
+}
+
+impl Simulation {
+    /// Prepares a run.
+    pub fn new(params: SimParams) -> Simulation {
+        let mut sim = Simulation {
+            params,
+            death: None,
+        };
+        sim.death = sim.find_death();
+        sim
+    }
+
+    /// The moment a one-shot `simulate` writes: the working set at its plateau, or just before
+    /// the job dies.
+    pub fn busiest_t(&self) -> f64 {
+        let plateau = 0.75;
+        let frac = match self.death {
+            Some(d) if d <= plateau => (d - 0.001).max(0.0),
+            _ => plateau,
+        };
+        frac * self.params.duration_s
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &SimParams {
+        &self.params
+    }
+
+    fn other_use(&self) -> u64 {
+        self.params.host_mem / 10 * 3
+    }
+
+    /// When segment `i` is created, as a share of the run.
+    fn segment_at(&self, i: usize) -> f64 {
+        let n = self.params.segments.len().max(1) as f64;
+        match self.params.scenario {
+            Scenario::Leak => 0.05 + 0.95 * i as f64 / n,
+            _ => 0.1 + 0.5 * i as f64 / n,
+        }
+    }
+
+    fn segments_by(&self, frac: f64) -> usize {
+        (0..self.params.segments.len())
+            .take_while(|&i| self.segment_at(i) <= frac)
+            .count()
+    }
+
+    fn find_death(&self) -> Option<f64> {
+        let room = (self.params.host_mem as f64 * 0.98) as u64;
+        (0..=self.params.segments.len()).find_map(|k| {
+            let pinned: u64 = (0..self.params.ranks)
+                .map(|r| self.rank_mem(r, k).pinned)
+                .sum();
+            let at = if k == 0 { 0.0 } else { self.segment_at(k - 1) };
+            (self.other_use() + pinned > room).then_some(at)
+        })
+    }
+
+    fn peer_count(&self) -> u32 {
+        if self.params.single_device || self.params.scenario != Scenario::DdpPeerMirror {
+            0
+        } else {
+            self.params.ranks.saturating_sub(1)
+        }
+    }
+
+    fn rank_mem(&self, rank: u32, segs: usize) -> RankMem {
+        let p = &self.params;
+        let made: u64 = p.segments.iter().take(segs).sum();
+        let eager = p.backing == Backing::Eager;
+        match p.scenario {
+            Scenario::DdpPeerMirror | Scenario::SingleGpu => {
+                let base_gtt = 642_792 * KIB;
+                let peers: Vec<(u32, u64, u64)> = (0..p.ranks)
+                    .filter(|&d| d != rank && self.peer_count() > 0)
+                    .map(|d| (d, 4 * MIB + made, 191_268 * KIB))
+                    .collect();
+                let mirrored = if eager { made * peers.len() as u64 } else { 0 };
+                RankMem {
+                    home_vram: 512 * MIB + made,
+                    home_gtt: base_gtt,
+                    pinned: 351_272 * KIB + mirrored,
+                    peers,
+                }
+            }
+            Scenario::Leak => RankMem {
+                home_vram: 2 * GIB,
+                home_gtt: 64 * MIB + made,
+                peers: Vec::new(),
+                pinned: 64 * MIB + made,
+            },
+            Scenario::AmdgpuTp => RankMem {
+                home_vram: GIB + made,
+                home_gtt: 512 * MIB,
+                peers: Vec::new(),
+                pinned: 512 * MIB,
+            },
+        }
+    }
+
+    fn device(&self, i: u32) -> DeviceInfo {
+        let (bus, driver, vendor, device) = match self.params.scenario {
+            Scenario::AmdgpuTp => (0xc1 + i, "amdgpu", "0x1002", "0x74a1"),
+            _ => (0x03 + i, "xe", "0x8086", "0xe223"),
+        };
+        DeviceInfo {
+            id: format!("0000:{bus:02x}:00.0"),
+            minors: vec![format!("card{i}"), format!("renderD{}", 128 + i)],
+            driver: Some(driver.into()),
+            name: crate::sources::pci_names::device_name(vendor, device),
+            vendor: Some(vendor.into()),
+            device: Some(device.into()),
+            runtime_status: Some("active".into()),
+        }
+    }
+
+    /// The machine `t_s` seconds into the run.
+    pub fn state_at(&self, t_s: f64) -> SimState {
+        let p = &self.params;
+        let frac = (t_s / p.duration_s).max(0.0);
+        let end = if p.scenario == Scenario::Leak {
+            f64::INFINITY
+        } else {
+            JOB_END
+        };
+        let died = self.death.is_some_and(|d| frac >= d);
+        let job_running = !died && frac < end;
+        let segs = self.segments_by(frac);
+        let devices: Vec<DeviceInfo> = (0..p.ranks).map(|i| self.device(i)).collect();
+        let mut processes = Vec::new();
+        let mut pinned = 0;
+        if job_running {
+            processes.push(SimProcess {
+                pid: LAUNCHER_PID,
+                ppid: 1,
+                comm: "torchrun".into(),
+                cmdline: vec![
+                    "/usr/bin/python3".into(),
+                    "/usr/bin/torchrun".into(),
+                    format!("--nproc-per-node={}", p.ranks),
+                    "train.py".into(),
+                ],
+                env: p.env.clone(),
+                fds: Vec::new(),
+            });
+            for r in 0..p.ranks {
+                let m = self.rank_mem(r, segs);
+                pinned += m.pinned;
+                processes.push(self.rank_process(r, &m, &devices));
+            }
+        }
+        SimState {
+            t_s,
+            meminfo: self.meminfo(pinned),
+            vmstat: format!(
+                "nr_free_pages 1000\nnr_gpu_active {}\nnr_gpu_reclaim 0\n",
+                pinned / 4096
+            ),
+            devices,
+            processes,
+            job_running,
+            died,
+        }
+    }
+
+    fn rank_process(&self, r: u32, m: &RankMem, devices: &[DeviceInfo]) -> SimProcess {
+        let p = &self.params;
+        let pid = LAUNCHER_PID + 1 + r;
+        let text = |client: u64, dev: u32, gtt: u64, vram: u64| match p.scenario {
+            Scenario::AmdgpuTp => fdinfo_text::amdgpu(client, &devices[dev as usize].id, gtt, vram),
+            _ => fdinfo_text::xe(client, &devices[dev as usize].id, gtt, vram),
+        };
+        let minor = |d: u32| format!("renderD{}", 128 + d);
+        let mut fds = vec![(
+            10 + r,
+            minor(r),
+            text(
+                u64::from(pid) * 100 + u64::from(r),
+                r,
+                m.home_gtt,
+                m.home_vram,
+            ),
+        )];
+        for &(d, gtt, vram) in &m.peers {
+            fds.push((
+                10 + d,
+                minor(d),
+                text(u64::from(pid) * 100 + u64::from(d), d, gtt, vram),
+            ));
+        }
+        fds.sort_by_key(|f| f.0);
+        let mut env = vec![
+            ("RANK".to_string(), r.to_string()),
+            ("LOCAL_RANK".to_string(), r.to_string()),
+            ("WORLD_SIZE".to_string(), p.ranks.to_string()),
+            ("LOCAL_WORLD_SIZE".to_string(), p.ranks.to_string()),
+        ];
+        env.extend(p.env.iter().cloned());
+        SimProcess {
+            pid,
+            ppid: LAUNCHER_PID,
+            comm: "python3".into(),
+            cmdline: vec!["/usr/bin/python3".into(), "-u".into(), "train.py".into()],
+            env,
+            fds,
+        }
+    }
+
+    fn meminfo(&self, pinned: u64) -> String {
+        let total = self.params.host_mem;
+        let kb = |b: u64| b / 1024;
+        let anon = self.other_use();
+        let cached = total / 20;
+        let slab = 600 * MIB;
+        let residual = pinned + 100 * MIB;
+        let free = total.saturating_sub(anon + cached + slab + residual + 100 * MIB);
+        let avail = free + cached / 10 * 8 + slab / 2;
+        let mut s = String::new();
+        for (k, v) in [
+            ("MemTotal", total),
+            ("MemFree", free),
+            ("MemAvailable", avail),
+            ("Buffers", 100 * MIB),
+            ("Cached", cached),
+            ("AnonPages", anon),
+            ("Slab", slab),
+            ("SReclaimable", slab / 2),
+            ("KernelStack", 0),
+            ("PageTables", 0),
+            ("VmallocUsed", 0),
+            ("Percpu", 0),
+        ] {
+            s.push_str(&format!("{:<16}{:>10} kB\n", format!("{k}:"), kb(v)));
+        }
+        s.push_str("HugePages_Total:       0\nHugepagesize:       2048 kB\n");
+        if self.params.gpu_accounting {
+            s.push_str(&format!(
+                "{:<16}{:>10} kB\nGPUReclaim:              0 kB\n",
+                "GPUActive:",
+                kb(pinned)
+            ));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu_active(state: &SimState) -> u64 {
+        let line = state
+            .meminfo
+            .lines()
+            .find(|l| l.starts_with("GPUActive:"))
+            .unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 1024
+    }
+
+    #[test]
+    fn eager_pins_every_peer_registration() {
+        let sim = Simulation::new(SimParams::new(Scenario::DdpPeerMirror));
+        let plateau = sim.state_at(45.0);
+        assert!(plateau.job_running && !plateau.died);
+        assert_eq!(
+            gpu_active(&plateau),
+            2 * (351_272 * 1024 + 6 * SEED_SEGMENT)
+        );
+        let done = sim.state_at(59.0);
+        assert!(!done.job_running && done.processes.is_empty());
+        assert_eq!(gpu_active(&done), 0, "released on exit");
+    }
+
+    #[test]
+    fn deferred_keeps_registrations_as_bookkeeping() {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.apply_env(|k| match k {
+            "NEOReadDebugKeys" => Some("1".into()),
+            "EnableDeferBacking" => Some("0".into()),
+            _ => None,
+        });
+        assert_eq!(p.backing, Backing::Deferred);
+        let s = Simulation::new(p).state_at(45.0);
+        assert_eq!(gpu_active(&s), 2 * 351_272 * 1024, "the seed's 0.67 GiB");
+    }
+
+    #[test]
+    fn four_ranks_exhaust_host_memory_and_die() {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.ranks = 4;
+        let sim = Simulation::new(p);
+        assert!(sim.death.is_some());
+        let s = sim.state_at(45.0);
+        assert!(s.died && s.processes.is_empty());
+    }
+
+    #[test]
+    fn affinity_mask_removes_peers() {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.apply_env(|k| (k == "ZE_AFFINITY_MASK").then(|| "0".to_string()));
+        let s = Simulation::new(p).state_at(45.0);
+        assert!(s.processes.iter().all(|p| p.fds.len() <= 1));
+    }
+}

@@ -1,0 +1,80 @@
+//! Runs a simulation on a simulated clock and records it, without waiting in real time (for
+//! `demo` and tests).
+
+use super::{LiveWriter, Simulation};
+use crate::findings::Thresholds;
+use crate::recording::session::{step, StepError};
+use crate::recording::{Recorder, RecordingError, RecordingMeta};
+use crate::root::{Root, RootError};
+use crate::sampler::{Sampler, SamplerOptions, Scope};
+use crate::tree_writer::TreeWriter;
+use std::path::Path;
+use thiserror::Error;
+
+/// A simulated recording that failed.
+#[derive(Debug, Error)]
+pub enum SimRunError {
+    /// Writing the tree failed.
+    #[error("writing the simulated tree: {0}")]
+    Tree(#[from] std::io::Error),
+    /// Opening it as a root failed.
+    #[error(transparent)]
+    Root(#[from] RootError),
+    /// A recording step failed.
+    #[error(transparent)]
+    Step(#[from] StepError),
+    /// The recording could not be created or finished.
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+}
+
+/// Simulates `sim` in `samples` steps over its duration into the tree `dir` (left in its final
+/// state), recording every step to `out`.
+pub fn record(
+    sim: &Simulation,
+    dir: &Path,
+    out: &Path,
+    samples: u32,
+    t: &Thresholds,
+) -> Result<(), SimRunError> {
+    let p = sim.params();
+    let mut writer = LiveWriter::new(TreeWriter::new(dir)?, p.scenario.name())?;
+    let start_ms = 1_800_000_000_000u64;
+    writer.write(&sim.state_at(0.0))?;
+    let mut sampler = Sampler::new(Root::open(dir)?, Scope::All, SamplerOptions::default());
+    let meta = RecordingMeta {
+        command: vec![format!(
+            "simulate {} --ranks {} --backing {:?}",
+            p.scenario.name(),
+            p.ranks,
+            p.backing
+        )
+        .to_lowercase()],
+        root: dir.display().to_string(),
+        interval_ms: (p.duration_s * 1000.0 / f64::from(samples)) as u64,
+        started_ms: start_ms,
+        kernel: Some("7.1.3-gpuledger-sim".into()),
+    };
+    let mut rec = Recorder::create(out, &meta)?;
+    let mut died = false;
+    for i in 0..=samples {
+        let t_s = p.duration_s * f64::from(i) / f64::from(samples);
+        let state = sim.state_at(t_s);
+        died |= state.died;
+        writer.write(&state)?;
+        step(
+            &mut sampler,
+            &mut rec,
+            t,
+            Some(start_ms + (t_s * 1000.0) as u64),
+        )?;
+    }
+    let end = start_ms + (p.duration_s * 1000.0) as u64;
+    if died {
+        rec.set_meta("note", "job died: host memory exhausted by pinned pages")?;
+        rec.finish(end, None, Some(9))?;
+    } else {
+        rec.finish(end, Some(0), None)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! Timeline analysis of a recording: per-rank peaks, growth patterns and the bad-vs-good diff.
+
+pub mod diff;
+mod patterns;
+mod shapes;
+
+pub use patterns::{analyze, TimelineFinding, TimelineKind};
+pub use shapes::tensor_shapes;
+
+use crate::ledger::MemClass;
+use crate::recording::Recording;
+use std::collections::BTreeMap;
+
+/// Peak resident bytes of one process on one device, by class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peak {
+    /// Pid.
+    pub pid: u32,
+    /// Rank.
+    pub rank: Option<u32>,
+    /// Device.
+    pub device: String,
+    /// Peak device-local resident.
+    pub device_local: u64,
+    /// Peak host-class resident.
+    pub host: u64,
+    /// Whether this is the process's home device (most device-local at the peak).
+    pub home: bool,
+}
+
+/// Class totals of one process on one device at every sample.
+pub fn class_series(rec: &Recording, pid: u32, device: &str, class: MemClass) -> Vec<u64> {
+    let mut out = vec![0u64; rec.samples.len()];
+    for s in rec
+        .series
+        .iter()
+        .filter(|s| s.pid == pid && s.device == device && s.class == class)
+    {
+        for (o, v) in out.iter_mut().zip(&s.resident) {
+            *o += v.unwrap_or(0);
+        }
+    }
+    out
+}
+
+/// Per process × device peaks, home device marked.
+pub fn peaks(rec: &Recording) -> Vec<Peak> {
+    let mut keys: BTreeMap<(u32, String), ()> = BTreeMap::new();
+    for s in &rec.series {
+        keys.insert((s.pid, s.device.clone()), ());
+    }
+    let mut out: Vec<Peak> = keys
+        .into_keys()
+        .map(|(pid, device)| {
+            let max = |c| {
+                class_series(rec, pid, &device, c)
+                    .into_iter()
+                    .max()
+                    .unwrap_or(0)
+            };
+            Peak {
+                pid,
+                rank: rec.process(pid).and_then(|p| p.rank),
+                device_local: max(MemClass::Device),
+                host: max(MemClass::Host),
+                device,
+                home: false,
+            }
+        })
+        .collect();
+    let pids: Vec<u32> = out.iter().map(|p| p.pid).collect();
+    for pid in pids {
+        let home = out
+            .iter()
+            .filter(|p| p.pid == pid && p.device_local > 0)
+            .max_by_key(|p| p.device_local)
+            .map(|p| p.device.clone());
+        for p in out.iter_mut().filter(|p| p.pid == pid) {
+            p.home = home.as_deref() == Some(p.device.as_str());
+        }
+    }
+    out.sort_by_key(|p| (p.rank.is_none(), p.rank, p.pid, p.device.clone()));
+    out
+}
+
+/// Host-class bytes each rank holds on devices other than its home, at its peak (the seed's
+/// "peer-fd drm-resident-gtt per rank").
+pub fn peer_host_by_process(rec: &Recording) -> Vec<(u32, Option<u32>, u64)> {
+    let all = peaks(rec);
+    let mut by: BTreeMap<u32, (Option<u32>, u64)> = BTreeMap::new();
+    for p in &all {
+        let e = by.entry(p.pid).or_insert((p.rank, 0));
+        if !p.home && all.iter().any(|q| q.pid == p.pid && q.home) {
+            e.1 += p.host;
+        }
+    }
+    let mut out: Vec<(u32, Option<u32>, u64)> = by
+        .into_iter()
+        .map(|(pid, (rank, b))| (pid, rank, b))
+        .collect();
+    out.sort_by_key(|(pid, rank, _)| (rank.is_none(), *rank, *pid));
+    out
+}

@@ -1,0 +1,255 @@
+//! Timeline findings: stepwise_growth, plateau, leak, released_on_exit, and peer_mirror over time.
+
+use super::{class_series, shapes::tensor_shapes};
+use crate::findings::Severity;
+use crate::ledger::MemClass;
+use crate::recording::Recording;
+use crate::units::human_bytes;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Kinds of timeline finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimelineKind {
+    /// Growth in increments that repeat one size.
+    StepwiseGrowth,
+    /// Growth that stopped and stayed flat.
+    Plateau,
+    /// Growth until the end of the recording.
+    Leak,
+    /// Host memory that came back when the job ended.
+    ReleasedOnExit,
+    /// A peer_mirror finding, with when it started and its peak.
+    PeerMirror,
+}
+
+impl TimelineKind {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimelineKind::StepwiseGrowth => "stepwise_growth",
+            TimelineKind::Plateau => "plateau",
+            TimelineKind::Leak => "leak",
+            TimelineKind::ReleasedOnExit => "released_on_exit",
+            TimelineKind::PeerMirror => "peer_mirror",
+        }
+    }
+}
+
+/// One timeline finding.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TimelineFinding {
+    /// Kind.
+    pub kind: TimelineKind,
+    /// Severity.
+    pub severity: Severity,
+    /// One sentence.
+    pub message: String,
+    /// Pid.
+    pub pid: Option<u32>,
+    /// Rank.
+    pub rank: Option<u32>,
+    /// Device.
+    pub device: Option<String>,
+    /// The size concerned (the step, the plateau level, the growth, the released bytes).
+    pub bytes: u64,
+    /// Seconds from the recording's start.
+    pub t_s: f64,
+}
+
+/// Least number of repeats for a step size to count.
+const MIN_STEPS: usize = 3;
+/// Least size of a growth step considered (ignores allocator noise).
+const MIN_STEP_BYTES: u64 = 16 << 20;
+
+/// Every timeline finding of a recording.
+pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
+    let mut out = Vec::new();
+    let keys: BTreeSet<(u32, String)> = rec
+        .series
+        .iter()
+        .map(|s| (s.pid, s.device.clone()))
+        .collect();
+    for (pid, device) in keys {
+        for class in [MemClass::Host, MemClass::Device] {
+            let values = class_series(rec, pid, &device, class);
+            out.extend(series_findings(rec, pid, &device, class, &values));
+        }
+    }
+    out.extend(released_on_exit(rec));
+    out.extend(
+        rec.findings
+            .iter()
+            .filter(|f| f.kind == "peer_mirror")
+            .map(|f| TimelineFinding {
+                kind: TimelineKind::PeerMirror,
+                severity: match f.severity.as_str() {
+                    "critical" => Severity::Critical,
+                    "warning" => Severity::Warning,
+                    _ => Severity::Info,
+                },
+                message: format!(
+                    "from {:.1} s to {:.1} s, peak {} ({}): {}",
+                    rec.t_s(f.first),
+                    rec.t_s(f.last),
+                    human_bytes(f.bytes_peak),
+                    f.backing.as_deref().unwrap_or("backing unknown"),
+                    f.message
+                ),
+                pid: f.pid,
+                rank: f.rank,
+                device: f.device.clone(),
+                bytes: f.bytes_peak,
+                t_s: rec.t_s(f.first),
+            }),
+    );
+    out
+}
+
+fn who(rec: &Recording, pid: u32) -> (String, Option<u32>) {
+    let rank = rec.process(pid).and_then(|p| p.rank);
+    let label = match rank {
+        Some(r) => format!("rank {r} (pid {pid})"),
+        None => format!(
+            "pid {pid} ({})",
+            rec.process(pid).map(|p| p.comm.as_str()).unwrap_or("?")
+        ),
+    };
+    (label, rank)
+}
+
+fn series_findings(
+    rec: &Recording,
+    pid: u32,
+    device: &str,
+    class: MemClass,
+    v: &[u64],
+) -> Vec<TimelineFinding> {
+    let Some(proc_) = rec.process(pid) else {
+        return Vec::new();
+    };
+    let (first, last) = (proc_.first, proc_.last.min(v.len().saturating_sub(1)));
+    if last <= first {
+        return Vec::new();
+    }
+    let life = &v[first..=last];
+    let (label, rank) = who(rec, pid);
+    let what = if class == MemClass::Host {
+        "host-class"
+    } else {
+        "device-local"
+    };
+    let mut ups: Vec<(usize, u64)> = Vec::new();
+    for (i, w) in life.windows(2).enumerate() {
+        if w[1] > w[0] + MIN_STEP_BYTES {
+            ups.push((first + i + 1, w[1] - w[0]));
+        }
+    }
+    let mut out = Vec::new();
+    let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
+    for (_, d) in &ups {
+        *counts.entry(*d).or_default() += 1;
+    }
+    if let Some((&step, &n)) = counts.iter().max_by_key(|(d, n)| (**n, **d)) {
+        if n >= MIN_STEPS {
+            let shapes = tensor_shapes(step);
+            let shape = if shapes.is_empty() {
+                String::new()
+            } else {
+                format!("; factors as {}", shapes.join(" or "))
+            };
+            let at = ups
+                .iter()
+                .find(|(_, d)| *d == step)
+                .map(|(i, _)| *i)
+                .unwrap_or(first);
+            out.push(TimelineFinding {
+                kind: TimelineKind::StepwiseGrowth,
+                severity: Severity::Info,
+                message: format!(
+                    "{label}'s {what} memory on {device} grew {n} times by exactly {} KiB ({step} bytes, {}){shape}: each step is one allocator segment",
+                    step / 1024,
+                    human_bytes(step)
+                ),
+                pid: Some(pid),
+                rank,
+                device: Some(device.to_string()),
+                bytes: step,
+                t_s: rec.t_s(at),
+            });
+        }
+    }
+    let start = life[0];
+    let end = *life.last().unwrap_or(&0);
+    let grown = end.saturating_sub(start);
+    if ups.len() >= 2 && grown >= 64 << 20 {
+        let last_up = ups.last().map(|(i, _)| *i).unwrap_or(first);
+        let span = (last - first) as f64;
+        let flat_share = (last - last_up) as f64 / span.max(1.0);
+        let still_running = last + 1 >= rec.samples.len();
+        if flat_share >= 0.25 {
+            out.push(TimelineFinding {
+                kind: TimelineKind::Plateau,
+                severity: Severity::Info,
+                message: format!(
+                    "{label}'s {what} memory on {device} plateaued at {} from {:.1} s (after growing {})",
+                    human_bytes(end),
+                    rec.t_s(last_up),
+                    human_bytes(grown)
+                ),
+                pid: Some(pid),
+                rank,
+                device: Some(device.to_string()),
+                bytes: end,
+                t_s: rec.t_s(last_up),
+            });
+        } else if still_running && flat_share <= 0.1 && life.windows(2).all(|w| w[1] >= w[0]) {
+            out.push(TimelineFinding {
+                kind: TimelineKind::Leak,
+                severity: if class == MemClass::Host { Severity::Warning } else { Severity::Info },
+                message: format!(
+                    "{label}'s {what} memory on {device} grew monotonically by {} to {} and was still growing when the recording ended: a leak, or a working set that never settles",
+                    human_bytes(grown),
+                    human_bytes(end)
+                ),
+                pid: Some(pid),
+                rank,
+                device: Some(device.to_string()),
+                bytes: grown,
+                t_s: rec.t_s(first),
+            });
+        }
+    }
+    out
+}
+
+fn released_on_exit(rec: &Recording) -> Option<TimelineFinding> {
+    let end_job = rec.processes.iter().map(|p| p.last).max()?;
+    if end_job + 1 >= rec.samples.len() {
+        return None;
+    }
+    let during = rec.samples[..=end_job]
+        .iter()
+        .filter_map(|s| s.driver_held())
+        .max()?;
+    let after = rec.samples[end_job + 1..]
+        .iter()
+        .filter_map(|s| s.driver_held())
+        .min()?;
+    let released = during.saturating_sub(after);
+    (released >= 256 << 20).then(|| TimelineFinding {
+        kind: TimelineKind::ReleasedOnExit,
+        severity: Severity::Info,
+        message: format!(
+            "{} of driver-held host memory came back when the job ended (peak {} during the job, {} after): the job's GPU clients held it",
+            human_bytes(released),
+            human_bytes(during),
+            human_bytes(after)
+        ),
+        pid: None,
+        rank: None,
+        device: None,
+        bytes: released,
+        t_s: rec.t_s(end_job + 1),
+    })
+}
