@@ -17,6 +17,9 @@ pub fn render_snapshot(ledger: &Ledger, findings: &[Finding]) -> String {
     out.push('\n');
     out.push_str(&findings_section(findings));
     out.push_str(&scan_notes(ledger));
+    if ledger.devices.is_empty() && ledger.clients.is_empty() && ledger.root == "/" {
+        out.push_str("\nNo GPU on this machine: host memory above is still exact. `gpuledger demo` shows what\ngpuledger finds on a machine with the GSD-13038 peer-mirror regression (simulated, in seconds).\n");
+    }
     out
 }
 

@@ -39,7 +39,7 @@ mod tests {
         );
         assert_eq!(
             tensor_shapes(1 << 30),
-            vec!["8192×16384 fp32", "16384×16384 bf16/fp16"]
+            vec!["16384×16384 fp32", "16384×32768 bf16/fp16"]
         );
         assert!(tensor_shapes(1_000_003).is_empty());
     }

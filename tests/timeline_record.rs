@@ -1,0 +1,320 @@
+//! simulate → record → show → diff end to end, real `record -- CMD` of real children, a
+//! recorder killed with SIGKILL, and hostile recording files.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `simulate … --live` and `record --root … --all` side by side; returns the recording.
+fn record_live_sim(dir: &std::path::Path, name: &str, backing: &str) -> std::path::PathBuf {
+    let tree = dir.join(name);
+    let ledger = dir.join(format!("{name}.ledger"));
+    let mut sim = bin()
+        .args([
+            "simulate",
+            "ddp-peer-mirror",
+            "--backing",
+            backing,
+            "--live",
+            "6s",
+            "--out",
+        ])
+        .arg(&tree)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !tree.join("proc/meminfo").exists() {
+        assert!(Instant::now() < deadline, "simulate did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = bin()
+        .arg("--root")
+        .arg(&tree)
+        .args([
+            "record",
+            "--all",
+            "--interval",
+            "100ms",
+            "--duration",
+            "6.5s",
+            "-o",
+        ])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(sim.wait().unwrap().success());
+    ledger
+}
+
+#[test]
+fn eager_run_shows_the_step_and_the_pinned_mirror_deferred_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| record_live_sim(tmp.path(), "eager", "eager"));
+        let b = s.spawn(|| record_live_sim(tmp.path(), "deferred", "deferred"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let show_a = json_of(&["show", a.to_str().unwrap(), "--json"], 0);
+    let findings = show_a["findings"].as_array().unwrap();
+    let steps: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["kind"] == "stepwise_growth")
+        .collect();
+    assert!(!steps.is_empty(), "{findings:#?}");
+    assert!(
+        steps.iter().all(|f| f["bytes"] == 3_174_400u64 * 1024),
+        "{steps:#?}"
+    );
+    assert!(steps
+        .iter()
+        .any(|f| f["message"].as_str().unwrap().contains("3174400 KiB")));
+    let pinned = |doc: &Value| {
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "peer_mirror" && f["severity"] == "critical")
+    };
+    assert!(pinned(&show_a), "eager run must show the pinned mirror");
+    assert!(findings.iter().any(|f| f["kind"] == "released_on_exit"));
+    let show_b = json_of(&["show", b.to_str().unwrap(), "--json"], 0);
+    assert!(
+        !pinned(&show_b),
+        "deferred run must not show a pinned mirror"
+    );
+    let peaks = show_a["peaks"].as_array().unwrap();
+    assert!(peaks
+        .iter()
+        .any(|p| p["rank"] == 1 && p["home"] == true && p["device"] == "0000:04:00.0"));
+
+    let diff = json_of(
+        &["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--json"],
+        0,
+    );
+    let verdict = diff["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("A shows the peer-mirror pinning"),
+        "{verdict}"
+    );
+    let text = stdout_of(&["diff", a.to_str().unwrap(), b.to_str().unwrap()], 0);
+    assert!(
+        text.contains("driver-held host memory, peak (GPUActive)")
+            && text.contains("MemAvailable, low point"),
+        "{text}"
+    );
+}
+
+#[test]
+fn record_runs_a_real_command_and_exits_with_its_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = tmp.path().join("run.ledger");
+    let out = run(&[
+        "record",
+        "--interval",
+        "50ms",
+        "-o",
+        ledger.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; exit 7",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
+    assert_eq!(doc["exit_code"], 7);
+    assert_eq!(doc["command"][0], "sh");
+    assert!(doc["samples"].as_u64().unwrap() >= 3, "{doc}");
+    let missing = run(&[
+        "record",
+        "-o",
+        tmp.path().join("x.ledger").to_str().unwrap(),
+        "--",
+        "/no/such/program",
+    ]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/no/such/program"));
+}
+
+#[test]
+fn record_forwards_sigterm_to_the_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = tmp.path().join("sig.ledger");
+    let child = bin()
+        .args([
+            "record",
+            "--interval",
+            "50ms",
+            "-o",
+            ledger.to_str().unwrap(),
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait_with_output().unwrap().status;
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "sleep was killed by the forwarded SIGTERM"
+    );
+    let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
+    assert_eq!(doc["signal"], 15);
+}
+
+#[test]
+fn recorder_killed_with_sigkill_leaves_a_readable_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = tmp.path().join("killed.ledger");
+    let mut child = bin()
+        .args([
+            "record",
+            "--all",
+            "--interval",
+            "50ms",
+            "-o",
+            ledger.to_str().unwrap(),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
+    assert!(doc["samples"].as_u64().unwrap() >= 2, "{doc}");
+    assert_eq!(doc["exit_code"], Value::Null);
+}
+
+#[test]
+fn foreign_or_truncated_files_are_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = tmp.path().join("notes.ledger");
+    std::fs::write(&text, "hello").unwrap();
+    let foreign = tmp.path().join("foreign.ledger");
+    let conn = rusqlite::Connection::open(&foreign).unwrap();
+    conn.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    drop(conn);
+    let good = tmp.path().join("good.ledger");
+    assert!(run(&[
+        "record",
+        "--all",
+        "--duration",
+        "200ms",
+        "--interval",
+        "50ms",
+        "-o",
+        good.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let bytes = std::fs::read(&good).unwrap();
+    let truncated = tmp.path().join("truncated.ledger");
+    std::fs::write(&truncated, &bytes[..bytes.len().min(600)]).unwrap();
+    for f in [&text, &foreign, &truncated] {
+        let out = run(&["show", f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", f.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(f.to_str().unwrap()), "{err}");
+        assert!(
+            err.contains("not a gpuledger recording") || err.contains("recording"),
+            "{err}"
+        );
+    }
+    let exists = run(&[
+        "record",
+        "--all",
+        "--duration",
+        "100ms",
+        "-o",
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(exists.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&exists.stderr).contains("already exists"));
+}
+
+#[test]
+fn demo_is_quick_and_names_the_bad_run() {
+    let start = Instant::now();
+    let out = stdout_of(&["demo"], 0);
+    assert!(start.elapsed() < Duration::from_secs(15));
+    assert!(
+        out.contains("CRITICAL  peer_mirror: rank 0 (pid 4001, home 0000:03:00.0)"),
+        "{out}"
+    );
+    assert!(out.contains("grew 6 times by exactly 3174400 KiB"), "{out}");
+    assert!(out.contains("A shows the peer-mirror pinning"), "{out}");
+}
+
+#[test]
+fn simulate_writes_a_tree_the_snapshot_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (scenario, kind) in [
+        ("ddp-peer-mirror", Some("peer_mirror")),
+        ("single-gpu", None),
+        ("amdgpu-tp", None),
+        ("leak", None),
+    ] {
+        let dir = tmp.path().join(scenario);
+        let out = run(&["simulate", scenario, "--out", dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = json_of(&["--root", dir.to_str().unwrap(), "--json"], 0);
+        let kinds: Vec<&str> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap())
+            .collect();
+        match kind {
+            Some(k) => assert!(kinds.contains(&k), "{scenario}: {kinds:?}"),
+            None => assert!(!kinds.contains(&"peer_mirror"), "{scenario}: {kinds:?}"),
+        }
+        assert!(
+            !doc["processes"].as_array().unwrap().is_empty(),
+            "{scenario}"
+        );
+    }
+    let dir = tmp.path().join("four");
+    assert!(run(&[
+        "simulate",
+        "ddp-peer-mirror",
+        "--ranks",
+        "4",
+        "--out",
+        dir.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let doc = json_of(&["--root", dir.to_str().unwrap(), "--json"], 0);
+    assert_eq!(
+        doc["processes"].as_array().unwrap().len(),
+        4,
+        "4 ranks, written just before they die"
+    );
+    let bad = run(&["simulate", "nope", "--out", dir.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("known: ddp-peer-mirror"));
+}
