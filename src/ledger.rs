@@ -202,7 +202,8 @@ impl Ledger {
             .iter()
             .map(|p| {
                 let owned: Vec<&Client> = clients.iter().filter(|c| c.owner == p.pid).collect();
-                let usage = sum_usage(&owned);
+                let mut usage = sum_usage(&owned);
+                usage.extend(nvidia_usage(s, p));
                 let shared_with_others = clients
                     .iter()
                     .filter(|c| c.owner != p.pid && c.holders.iter().any(|h| h.0 == p.pid))
@@ -357,6 +358,33 @@ fn sum_usage(clients: &[&Client]) -> Vec<Usage> {
         }
     }
     by.into_values().collect()
+}
+
+/// NVML's used GPU memory as region `vram`, and CUDA pinned host memory (shared `/dev/zero`
+/// mappings) as host-class region `pinned-shmem` on the process's first NVIDIA GPU.
+fn nvidia_usage(s: &Snapshot, p: &crate::snapshot::ProcessSample) -> Vec<Usage> {
+    let usage = |device: &str, region: &str, class, bytes: Option<u64>| Usage {
+        device: device.to_string(),
+        region: region.to_string(),
+        class,
+        total: bytes,
+        resident: bytes,
+        shared: None,
+        purgeable: None,
+        active: None,
+    };
+    let mut out: Vec<Usage> = s
+        .nvml
+        .iter()
+        .filter_map(|g| {
+            let (_, used) = g.processes.iter().find(|(pid, _)| *pid == p.pid)?;
+            Some(usage(&g.bus_id, "vram", MemClass::Device, *used))
+        })
+        .collect();
+    if let (Some(first), Some(pinned)) = (out.first().map(|u| u.device.clone()), p.pinned_shmem.filter(|b| *b > 0)) {
+        out.push(usage(&first, "pinned-shmem", MemClass::Host, Some(pinned)));
+    }
+    out
 }
 
 fn home_device(usage: &[Usage]) -> Option<String> {

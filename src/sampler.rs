@@ -15,6 +15,7 @@ use crate::sources::drm_fdinfo::FdInfo;
 use crate::sources::meminfo::{
     is_gpu_vmstat_key, parse_meminfo, parse_vmstat, read_meminfo, read_vmstat,
 };
+use crate::sources::nvml::{self, NvmlSource};
 use crate::sources::proc_pid::{self as pp, GpuFd, GpuFdKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -92,6 +93,8 @@ pub struct Sampler {
     page_size: u64,
     /// Whether `st_size` of `/proc/PID/fd` is the fd count on this kernel (Linux ≥ 6.2).
     fd_count_in_size: bool,
+    /// NVML, on live roots where libnvidia-ml loads.
+    nvml: Option<Box<dyn NvmlSource>>,
 }
 
 impl Sampler {
@@ -113,7 +116,22 @@ impl Sampler {
             devices_at: None,
             page_size,
             fd_count_in_size,
+            nvml: None,
         }
+        .with_live_nvml()
+    }
+
+    fn with_live_nvml(mut self) -> Sampler {
+        if self.root.is_live() {
+            self.nvml = nvml::load().map(|l| Box::new(l) as Box<dyn NvmlSource>);
+        }
+        self
+    }
+
+    /// Uses `source` for NVIDIA GPUs (recorded NVML answers in tests).
+    pub fn with_nvml(mut self, source: Box<dyn NvmlSource>) -> Sampler {
+        self.nvml = Some(source);
+        self
     }
 
     /// The root this sampler reads.
@@ -159,6 +177,12 @@ impl Sampler {
                 fdinfo_cache: HashMap::new(),
             });
         }
+        let nv = self.nvml.as_ref().and_then(|n| n.gpus().ok()).unwrap_or_default();
+        for g in &nv {
+            if !self.devices.iter().any(|d| d.id == g.bus_id) {
+                self.devices.push(nvml::device_info(g));
+            }
+        }
         let in_scope = self.in_scope(&pids);
         let asleep: BTreeSet<String> = self
             .devices
@@ -196,6 +220,7 @@ impl Sampler {
             vmstat,
             devices: self.devices.clone(),
             processes,
+            nvml: nv,
             stats,
         })
     }
@@ -349,6 +374,11 @@ impl Sampler {
         let mut p = t.meta.clone().expect("read above");
         p.ppid = p.ppid.or(t.ppid);
         p.drm = drm;
+        p.pinned_shmem = if other.iter().any(|g| g.kind == GpuFdKind::Nvidia) {
+            pp::read_dev_zero_rss(root, pid).ok()
+        } else {
+            None
+        };
         p.other_gpu_fds = other;
         Ok(Some(p))
     }
@@ -365,6 +395,7 @@ fn read_meta(root: &Root, pid: u32) -> io::Result<ProcessSample> {
         nspid: status.nspid,
         drm: Vec::new(),
         other_gpu_fds: Vec::new(),
+        pinned_shmem: None,
     })
 }
 

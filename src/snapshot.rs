@@ -23,6 +23,9 @@ pub struct Snapshot {
     pub devices: Vec<DeviceInfo>,
     /// Processes that hold GPU fds.
     pub processes: Vec<ProcessSample>,
+    /// NVIDIA GPUs and their processes, from NVML (empty where NVML is absent).
+    #[serde(default)]
+    pub nvml: Vec<crate::sources::nvml::NvGpu>,
     /// What the scan could and could not read.
     pub stats: ScanStats,
 }
@@ -46,6 +49,9 @@ pub struct ProcessSample {
     pub drm: Vec<DrmFd>,
     /// KFD and NVIDIA fds (no fdinfo stats).
     pub other_gpu_fds: Vec<GpuFd>,
+    /// Resident `/dev/zero` shared mappings (CUDA pinned host memory), for NVIDIA fd holders.
+    #[serde(default)]
+    pub pinned_shmem: Option<u64>,
 }
 
 /// A DRM fd and what its fdinfo said.

@@ -3,5 +3,6 @@
 pub mod drm_devices;
 pub mod drm_fdinfo;
 pub mod meminfo;
+pub mod nvml;
 pub mod pci_names;
 pub mod proc_pid;

@@ -165,6 +165,29 @@ fn may_be_moved_node(text: &str) -> bool {
         && !text.starts_with("/dev/shm/")
 }
 
+/// Resident bytes of the process's shared `/dev/zero` mappings (`cudaHostAlloc` pinned memory)
+/// from `/proc/PID/smaps`.
+pub fn read_dev_zero_rss(root: &Root, pid: u32) -> io::Result<u64> {
+    Ok(dev_zero_rss(&root.read_string(format!("proc/{pid}/smaps"))?))
+}
+
+/// Sums `Rss:` of the smaps entries whose path is `/dev/zero` (also `(deleted)`).
+pub fn dev_zero_rss(smaps: &str) -> u64 {
+    let mut in_zero = false;
+    let mut total = 0u64;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && !first.ends_with(':') {
+            // A mapping header: `start-end perms offset dev inode [path]`.
+            in_zero = line.split_whitespace().nth(5).is_some_and(|p| p == "/dev/zero");
+        } else if in_zero && first == "Rss:" {
+            let kb: u64 = line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+            total = total.saturating_add(kb.saturating_mul(1024));
+        }
+    }
+    total
+}
+
 /// `/proc/PID/fdinfo/N`, whole.
 pub fn read_fdinfo(root: &Root, pid: u32, fd: u32) -> io::Result<String> {
     root.read_string(format!("proc/{pid}/fdinfo/{fd}"))
@@ -372,6 +395,15 @@ mod tests {
         );
         assert_eq!(parse_stat_ppid("123 (a) b) c) S 77 123 123 0"), Some(77));
         assert_eq!(parse_stat_ppid("garbage"), None);
+    }
+
+    #[test]
+    fn dev_zero_mappings() {
+        let smaps = "7f0000000000-7f0100000000 rw-s 00000000 00:01 1025 /dev/zero (deleted)\n\
+Size:            4194304 kB\nRss:             4194304 kB\n\
+7f0200000000-7f0200001000 rw-p 00000000 00:00 0 \nRss:                   4 kB\n\
+7f0300000000-7f0300001000 r--p 00000000 fd:01 99 /usr/lib/libc.so.6\nRss:                   8 kB\n";
+        assert_eq!(dev_zero_rss(smaps), 4194304 * 1024);
     }
 
     #[test]

@@ -1,0 +1,49 @@
+//! Micro-benchmarks of the snapshot pipeline's stages (`cargo bench`); the whole-machine comparison
+//! with fuser, lsof and a raw scan is `bench/scan.sh`.
+
+use gpuledger::findings::{analyze, Thresholds};
+use gpuledger::ledger::Ledger;
+use gpuledger::root::Root;
+use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::sources::drm_fdinfo::FdInfo;
+use std::path::Path;
+
+fn main() {
+    divan::main();
+}
+
+fn fixture(name: &str) -> Root {
+    Root::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
+}
+
+#[divan::bench]
+fn parse_xe_fdinfo(b: divan::Bencher) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xe-two-tile/proc/1383/fdinfo/8"),
+    )
+    .unwrap();
+    b.bench(|| FdInfo::parse(divan::black_box(&text)));
+}
+
+#[divan::bench]
+fn sample_fixture_seed_2622(b: divan::Bencher) {
+    let mut s = Sampler::new(fixture("seed-2622"), Scope::All, SamplerOptions::default());
+    b.bench_local(|| s.sample().unwrap());
+}
+
+#[divan::bench]
+fn ledger_and_findings_seed_2622(b: divan::Bencher) {
+    let snap = Sampler::new(fixture("seed-2622"), Scope::All, SamplerOptions::default()).sample().unwrap();
+    let t = Thresholds::default();
+    b.bench(|| {
+        let l = Ledger::from_snapshot(divan::black_box(&snap));
+        analyze(&l, &t)
+    });
+}
+
+#[divan::bench(sample_count = 20)]
+fn live_incremental_sample(b: divan::Bencher) {
+    let mut s = Sampler::new(Root::live(), Scope::All, SamplerOptions::default());
+    s.sample().unwrap();
+    b.bench_local(|| s.sample().unwrap());
+}

@@ -1,0 +1,119 @@
+//! NVIDIA GPUs through NVML (libnvidia-ml, loaded at run time by nvml-wrapper). NVIDIA's kernel
+//! driver prints no drm-usage-stats in fdinfo, so per-process GPU memory comes from NVML's
+//! running compute and graphics processes. A machine without the library simply has no NVIDIA
+//! backend: never an error, never a link failure.
+//!
+//! Host memory pinned through the CUDA driver is not in NVML: `cudaHostAlloc` memory is a shared
+//! `/dev/zero` mapping of the process (counted in RssShmem), read from `/proc/PID/smaps` for
+//! processes holding NVIDIA fds (see `proc_pid::read_dev_zero_rss`). `cudaHostRegister` pins a
+//! process's existing anonymous pages and shows in no counter at all (seen on an H200, driver
+//! 580.159): gpuledger cannot see it, and neither can any other tool.
+
+use serde::{Deserialize, Serialize};
+
+/// One NVIDIA GPU as NVML reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvGpu {
+    /// PCI bus id normalised to sysfs form (`0000:18:00.0`).
+    pub bus_id: String,
+    /// Product name.
+    pub name: String,
+    /// VRAM total, bytes.
+    pub memory_total: u64,
+    /// VRAM used, bytes.
+    pub memory_used: u64,
+    /// Driver version.
+    pub driver_version: Option<String>,
+    /// (pid, used GPU memory) of every compute or graphics process; `None` when NVML cannot tell.
+    pub processes: Vec<(u32, Option<u64>)>,
+}
+
+/// Something that answers like NVML (the library, or recorded answers in tests).
+pub trait NvmlSource: std::fmt::Debug + Send {
+    /// Every GPU with its processes.
+    fn gpus(&self) -> Result<Vec<NvGpu>, String>;
+}
+
+/// The real NVML.
+#[derive(Debug)]
+pub struct NvmlLib(nvml_wrapper::Nvml);
+
+/// Loads NVML; `None` where libnvidia-ml or the driver is absent.
+pub fn load() -> Option<NvmlLib> {
+    nvml_wrapper::Nvml::init().ok().map(NvmlLib)
+}
+
+impl NvmlSource for NvmlLib {
+    fn gpus(&self) -> Result<Vec<NvGpu>, String> {
+        use nvml_wrapper::enums::device::UsedGpuMemory;
+        let nvml = &self.0;
+        let count = nvml.device_count().map_err(|e| e.to_string())?;
+        let driver = nvml.sys_driver_version().ok();
+        let mut out = Vec::new();
+        for i in 0..count {
+            let dev = nvml.device_by_index(i).map_err(|e| e.to_string())?;
+            let mem = dev.memory_info().map_err(|e| e.to_string())?;
+            let mut processes: Vec<(u32, Option<u64>)> = Vec::new();
+            let lists = [dev.running_compute_processes(), dev.running_graphics_processes()];
+            for p in lists.into_iter().flatten().flatten() {
+                let used = match p.used_gpu_memory {
+                    UsedGpuMemory::Used(b) => Some(b),
+                    UsedGpuMemory::Unavailable => None,
+                };
+                if !processes.iter().any(|(pid, _)| *pid == p.pid) {
+                    processes.push((p.pid, used));
+                }
+            }
+            out.push(NvGpu {
+                bus_id: normalize_bus_id(&dev.pci_info().map_err(|e| e.to_string())?.bus_id),
+                name: dev.name().unwrap_or_else(|_| "NVIDIA GPU".into()),
+                memory_total: mem.total,
+                memory_used: mem.used,
+                driver_version: driver.clone(),
+                processes,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// NVML's `00000000:18:00.0` → sysfs `0000:18:00.0`, lower case.
+pub fn normalize_bus_id(id: &str) -> String {
+    let id = id.trim().to_ascii_lowercase();
+    match id.split_once(':') {
+        Some((domain, rest)) if domain.len() > 4 => format!("{}:{rest}", &domain[domain.len() - 4..]),
+        _ => id,
+    }
+}
+
+/// The device entry of an NVIDIA GPU.
+pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
+    super::drm_devices::DeviceInfo {
+        id: g.bus_id.clone(),
+        minors: Vec::new(),
+        driver: Some("nvidia".into()),
+        vendor: Some("0x10de".into()),
+        device: None,
+        name: Some(g.name.clone()),
+        runtime_status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_ids() {
+        assert_eq!(normalize_bus_id("00000000:18:00.0"), "0000:18:00.0");
+        assert_eq!(normalize_bus_id("0000:AF:00.0"), "0000:af:00.0");
+    }
+
+    #[test]
+    fn absent_library_is_no_error() {
+        // On machines without libnvidia-ml (CI) this is None; with it, a list of GPUs.
+        if let Some(lib) = load() {
+            assert!(lib.gpus().is_ok());
+        }
+    }
+}
