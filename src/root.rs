@@ -156,8 +156,14 @@ impl Root {
 
     /// Reads a whole regular file, at most [`MAX_FILE_BYTES`].
     pub fn read(&self, rel: impl AsRef<Path>) -> io::Result<Vec<u8>> {
+        self.read_capped(rel, MAX_FILE_BYTES)
+    }
+
+    /// Reads a whole regular file of at most `cap` bytes (for files known to be long, such as
+    /// `/proc/PID/smaps`).
+    pub fn read_capped(&self, rel: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
         let path = self.resolve(rel.as_ref(), true)?;
-        read_regular(&path)
+        read_regular(&path, cap)
     }
 
     /// Reads a file as text, replacing invalid UTF-8.
@@ -245,7 +251,7 @@ fn components(p: &Path) -> impl Iterator<Item = OsString> + '_ {
     })
 }
 
-fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     let fd = rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
@@ -260,12 +266,12 @@ fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
     }
     let mut buf = Vec::new();
     std::fs::File::from(fd)
-        .take(MAX_FILE_BYTES + 1)
+        .take(cap + 1)
         .read_to_end(&mut buf)?;
-    if buf.len() as u64 > MAX_FILE_BYTES {
+    if buf.len() as u64 > cap {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{} is larger than {MAX_FILE_BYTES} bytes", path.display()),
+            format!("{} is larger than {cap} bytes", path.display()),
         ));
     }
     Ok(buf)

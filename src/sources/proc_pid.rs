@@ -168,7 +168,9 @@ fn may_be_moved_node(text: &str) -> bool {
 /// Resident bytes of the process's shared `/dev/zero` mappings (`cudaHostAlloc` pinned memory)
 /// from `/proc/PID/smaps`.
 pub fn read_dev_zero_rss(root: &Root, pid: u32) -> io::Result<u64> {
-    Ok(dev_zero_rss(&root.read_string(format!("proc/{pid}/smaps"))?))
+    // smaps of a CUDA process runs to several MiB (one entry per mapping).
+    let raw = root.read_capped(format!("proc/{pid}/smaps"), 64 << 20)?;
+    Ok(dev_zero_rss(&String::from_utf8_lossy(&raw)))
 }
 
 /// Sums `Rss:` of the smaps entries whose path is `/dev/zero` (also `(deleted)`).

@@ -1,0 +1,60 @@
+//! The NVIDIA backend's mapping on recorded NVML answers (a fake NvmlSource), and its absence.
+
+mod common;
+use gpuledger::findings::{analyze, Thresholds};
+use gpuledger::ledger::{Ledger, MemClass};
+use gpuledger::root::Root;
+use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::sources::nvml::{NvGpu, NvmlSource};
+
+#[derive(Debug)]
+struct Recorded(Vec<NvGpu>);
+
+impl NvmlSource for Recorded {
+    fn gpus(&self) -> Result<Vec<NvGpu>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+fn recorded() -> Recorded {
+    let text = std::fs::read_to_string(common::fixture("nvidia").join("nvml.json")).unwrap();
+    Recorded(serde_json::from_str(&text).unwrap())
+}
+
+#[test]
+fn nvml_usage_and_pinned_shmem_land_in_the_ledger() {
+    let root = Root::open(&common::fixture("nvidia")).unwrap();
+    let mut s = Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(recorded()));
+    let snap = s.sample().unwrap();
+    let ledger = Ledger::from_snapshot(&snap);
+    let dev = ledger.device("0000:18:00.0").expect("NVIDIA device listed");
+    assert_eq!(dev.driver.as_deref(), Some("nvidia"));
+    assert_eq!(dev.name.as_deref(), Some("NVIDIA H200"));
+    assert_eq!(ledger.processes.len(), 1, "only the process with NVIDIA fds");
+    let p = &ledger.processes[0];
+    assert_eq!((p.pid, p.rank, p.has_nvidia_fds), (7001, Some(0), true));
+    assert_eq!(p.home_device.as_deref(), Some("0000:18:00.0"));
+    assert_eq!(p.resident("0000:18:00.0", MemClass::Device), 9126805504);
+    let pinned = p.usage.iter().find(|u| u.region == "pinned-shmem").unwrap();
+    assert_eq!((pinned.class, pinned.resident), (MemClass::Host, Some(4194304 * 1024)));
+    assert!(analyze(&ledger, &Thresholds::default()).iter().all(|f| f.kind.as_str() != "peer_mirror"));
+}
+
+#[test]
+fn without_nvml_nvidia_processes_are_listed_but_hold_no_counted_memory() {
+    let root = Root::open(&common::fixture("nvidia")).unwrap();
+    let mut s = Sampler::new(root, Scope::All, SamplerOptions::default());
+    let ledger = Ledger::from_snapshot(&s.sample().unwrap());
+    assert!(ledger.devices.is_empty());
+    assert!(ledger.processes[0].usage.is_empty());
+    assert!(ledger.processes[0].has_nvidia_fds);
+}
+
+#[test]
+fn live_machine_without_nvidia_library_is_no_error() {
+    // CI machines have no libnvidia-ml: the snapshot must still work and list no NVIDIA device.
+    let doc = common::json_of(&["--json"], 0);
+    if gpuledger::sources::nvml::load().is_none() {
+        assert!(doc["devices"].as_array().unwrap().iter().all(|d| d["driver"] != "nvidia"));
+    }
+}
