@@ -59,7 +59,7 @@ fn host_section(l: &Ledger) -> String {
 
 fn device_section(l: &Ledger) -> String {
     if l.devices.is_empty() {
-        return "DRM devices\n  none: no GPU found under /sys/class/drm or /sys/class/accel\n"
+        return "GPU devices\n  none: no GPU found under /sys/class/drm or /sys/class/accel, and no NVIDIA GPU through NVML\n"
             .into();
     }
     let rows: Vec<Vec<String>> = l
@@ -93,7 +93,7 @@ fn device_section(l: &Ledger) -> String {
         ("NAME", Align::Left),
         ("POWER", Align::Left),
     ];
-    format!("DRM devices\n{}", render("  ", &headers, &rows))
+    format!("GPU devices\n{}", render("  ", &headers, &rows))
 }
 
 fn process_section(l: &Ledger) -> String {
