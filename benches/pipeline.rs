@@ -13,7 +13,12 @@ fn main() {
 }
 
 fn fixture(name: &str) -> Root {
-    Root::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
+    Root::open(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name),
+    )
+    .unwrap()
 }
 
 #[divan::bench]
@@ -33,7 +38,9 @@ fn sample_fixture_seed_2622(b: divan::Bencher) {
 
 #[divan::bench]
 fn ledger_and_findings_seed_2622(b: divan::Bencher) {
-    let snap = Sampler::new(fixture("seed-2622"), Scope::All, SamplerOptions::default()).sample().unwrap();
+    let snap = Sampler::new(fixture("seed-2622"), Scope::All, SamplerOptions::default())
+        .sample()
+        .unwrap();
     let t = Thresholds::default();
     b.bench(|| {
         let l = Ledger::from_snapshot(divan::black_box(&snap));

@@ -65,6 +65,10 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Run a command (or attach to pids) and record its GPU and host memory over time.
     Record(RecordArgs),
+    /// Watch host memory and the job's GPU memory; stop the job (SIGTERM to its process group,
+    /// SIGKILL after --grace) before the kernel starts failing allocations. Exits with the job's
+    /// status, or 4 when guard stopped it.
+    Guard(GuardArgs),
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
         /// The recording.
@@ -152,6 +156,46 @@ pub struct RecordArgs {
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
     /// The command to run and record, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// What guard does when a threshold is crossed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GuardAction {
+    /// SIGTERM to the job, SIGKILL after --grace.
+    Term,
+    /// SIGKILL at once.
+    Kill,
+    /// Only warn (for trying thresholds).
+    None,
+}
+
+/// `guard` options.
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// Act when MemAvailable falls below this (a size, or a share of MemTotal).
+    #[arg(long, default_value = "10%", value_name = "SIZE|PCT")]
+    pub min_available: String,
+    /// Act when driver-held host memory (GPUActive, nr_gpu_active, else unaccounted) passes this.
+    #[arg(long, value_name = "SIZE")]
+    pub max_driver_held: Option<String>,
+    /// What to do.
+    #[arg(long, value_enum, default_value = "term")]
+    pub action: GuardAction,
+    /// Time between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub grace: String,
+    /// Sampling interval.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub interval: String,
+    /// Print one JSON event line per warning or action on stdout (for log shippers).
+    #[arg(long)]
+    pub json: bool,
+    /// Guard these running processes instead of starting a command.
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// The command to run under guard, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }

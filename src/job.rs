@@ -1,14 +1,15 @@
 //! A child job: started by gpuledger, signals forwarded to it, its exit status passed on.
 //!
 //! Signals that another process sends to gpuledger (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1/2)
-//! are forwarded to the child. A SIGINT from the terminal (Ctrl-C) already reaches the child,
-//! which shares gpuledger's process group, so it is not sent twice.
+//! are forwarded to the child. A SIGINT from the terminal (Ctrl-C) already reaches a child that
+//! shares gpuledger's process group, so it is not sent twice; a child in its own process group
+//! (`guard`, which must be able to signal the whole job) gets it forwarded too.
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use std::io;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -49,13 +50,26 @@ impl JobEnd {
 }
 
 impl Job {
-    /// Starts `argv` and begins forwarding signals to it.
+    /// Starts `argv` in gpuledger's process group and begins forwarding signals to it.
     pub fn spawn(argv: &[String]) -> io::Result<Job> {
+        Job::spawn_with(argv, false)
+    }
+
+    /// Starts `argv` as the leader of a new process group (its pgid is its pid).
+    pub fn spawn_group(argv: &[String]) -> io::Result<Job> {
+        Job::spawn_with(argv, true)
+    }
+
+    fn spawn_with(argv: &[String], own_group: bool) -> io::Result<Job> {
         let (prog, args) = argv.split_first().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no command given after --")
         })?;
-        let child = Command::new(prog)
-            .args(args)
+        let mut cmd = Command::new(prog);
+        cmd.args(args);
+        if own_group {
+            cmd.process_group(0);
+        }
+        let child = cmd
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("cannot start {prog:?}: {e}")))?;
         let pid = child.id() as i32;
@@ -66,7 +80,7 @@ impl Job {
         let seen = forwarded.clone();
         std::thread::spawn(move || {
             for info in signals.forever() {
-                let from_terminal = info.signal == SIGINT && info.process.is_none();
+                let from_terminal = !own_group && info.signal == SIGINT && info.process.is_none();
                 if from_terminal {
                     continue;
                 }

@@ -381,7 +381,10 @@ fn nvidia_usage(s: &Snapshot, p: &crate::snapshot::ProcessSample) -> Vec<Usage> 
             Some(usage(&g.bus_id, "vram", MemClass::Device, *used))
         })
         .collect();
-    if let (Some(first), Some(pinned)) = (out.first().map(|u| u.device.clone()), p.pinned_shmem.filter(|b| *b > 0)) {
+    if let (Some(first), Some(pinned)) = (
+        out.first().map(|u| u.device.clone()),
+        p.pinned_shmem.filter(|b| *b > 0),
+    ) {
         out.push(usage(&first, "pinned-shmem", MemClass::Host, Some(pinned)));
     }
     out

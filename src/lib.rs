@@ -6,6 +6,7 @@
 pub mod archive;
 pub mod capture;
 pub mod findings;
+pub mod guard;
 pub mod job;
 pub mod ledger;
 pub mod outputs;

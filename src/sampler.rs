@@ -177,7 +177,11 @@ impl Sampler {
                 fdinfo_cache: HashMap::new(),
             });
         }
-        let nv = self.nvml.as_ref().and_then(|n| n.gpus().ok()).unwrap_or_default();
+        let nv = self
+            .nvml
+            .as_ref()
+            .and_then(|n| n.gpus().ok())
+            .unwrap_or_default();
         for g in &nv {
             if !self.devices.iter().any(|d| d.id == g.bus_id) {
                 self.devices.push(nvml::device_info(g));

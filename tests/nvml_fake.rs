@@ -24,20 +24,30 @@ fn recorded() -> Recorded {
 #[test]
 fn nvml_usage_and_pinned_shmem_land_in_the_ledger() {
     let root = Root::open(&common::fixture("nvidia")).unwrap();
-    let mut s = Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(recorded()));
+    let mut s =
+        Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(recorded()));
     let snap = s.sample().unwrap();
     let ledger = Ledger::from_snapshot(&snap);
     let dev = ledger.device("0000:18:00.0").expect("NVIDIA device listed");
     assert_eq!(dev.driver.as_deref(), Some("nvidia"));
     assert_eq!(dev.name.as_deref(), Some("NVIDIA H200"));
-    assert_eq!(ledger.processes.len(), 1, "only the process with NVIDIA fds");
+    assert_eq!(
+        ledger.processes.len(),
+        1,
+        "only the process with NVIDIA fds"
+    );
     let p = &ledger.processes[0];
     assert_eq!((p.pid, p.rank, p.has_nvidia_fds), (7001, Some(0), true));
     assert_eq!(p.home_device.as_deref(), Some("0000:18:00.0"));
     assert_eq!(p.resident("0000:18:00.0", MemClass::Device), 9126805504);
     let pinned = p.usage.iter().find(|u| u.region == "pinned-shmem").unwrap();
-    assert_eq!((pinned.class, pinned.resident), (MemClass::Host, Some(4194304 * 1024)));
-    assert!(analyze(&ledger, &Thresholds::default()).iter().all(|f| f.kind.as_str() != "peer_mirror"));
+    assert_eq!(
+        (pinned.class, pinned.resident),
+        (MemClass::Host, Some(4194304 * 1024))
+    );
+    assert!(analyze(&ledger, &Thresholds::default())
+        .iter()
+        .all(|f| f.kind.as_str() != "peer_mirror"));
 }
 
 #[test]
@@ -55,6 +65,10 @@ fn live_machine_without_nvidia_library_is_no_error() {
     // CI machines have no libnvidia-ml: the snapshot must still work and list no NVIDIA device.
     let doc = common::json_of(&["--json"], 0);
     if gpuledger::sources::nvml::load().is_none() {
-        assert!(doc["devices"].as_array().unwrap().iter().all(|d| d["driver"] != "nvidia"));
+        assert!(doc["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["driver"] != "nvidia"));
     }
 }

@@ -3,6 +3,7 @@
 mod capture;
 mod demo;
 mod diff;
+mod guard;
 mod record;
 mod show;
 mod simulate;
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Demo { keep }) => demo::run(keep.as_deref(), &thresholds),
         Some(Command::Simulate(args)) => simulate::run(&args),
         Some(Command::Record(args)) => record::run(cli.root.as_deref(), &args, &thresholds),
+        Some(Command::Guard(args)) => guard::run(cli.root.as_deref(), &args, &thresholds),
         Some(Command::Show { file, json }) => show::run(&file, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
     }

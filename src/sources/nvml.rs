@@ -54,7 +54,10 @@ impl NvmlSource for NvmlLib {
             let dev = nvml.device_by_index(i).map_err(|e| e.to_string())?;
             let mem = dev.memory_info().map_err(|e| e.to_string())?;
             let mut processes: Vec<(u32, Option<u64>)> = Vec::new();
-            let lists = [dev.running_compute_processes(), dev.running_graphics_processes()];
+            let lists = [
+                dev.running_compute_processes(),
+                dev.running_graphics_processes(),
+            ];
             for p in lists.into_iter().flatten().flatten() {
                 let used = match p.used_gpu_memory {
                     UsedGpuMemory::Used(b) => Some(b),
@@ -81,7 +84,9 @@ impl NvmlSource for NvmlLib {
 pub fn normalize_bus_id(id: &str) -> String {
     let id = id.trim().to_ascii_lowercase();
     match id.split_once(':') {
-        Some((domain, rest)) if domain.len() > 4 => format!("{}:{rest}", &domain[domain.len() - 4..]),
+        Some((domain, rest)) if domain.len() > 4 => {
+            format!("{}:{rest}", &domain[domain.len() - 4..])
+        }
         _ => id,
     }
 }

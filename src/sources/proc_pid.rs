@@ -181,9 +181,16 @@ pub fn dev_zero_rss(smaps: &str) -> u64 {
         let first = line.split_whitespace().next().unwrap_or("");
         if first.contains('-') && !first.ends_with(':') {
             // A mapping header: `start-end perms offset dev inode [path]`.
-            in_zero = line.split_whitespace().nth(5).is_some_and(|p| p == "/dev/zero");
+            in_zero = line
+                .split_whitespace()
+                .nth(5)
+                .is_some_and(|p| p == "/dev/zero");
         } else if in_zero && first == "Rss:" {
-            let kb: u64 = line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let kb: u64 = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
             total = total.saturating_add(kb.saturating_mul(1024));
         }
     }
