@@ -69,6 +69,22 @@ pub enum Command {
     /// SIGKILL after --grace) before the kernel starts failing allocations. Exits with the job's
     /// status, or 4 when guard stopped it.
     Guard(GuardArgs),
+    /// Prometheus / OpenMetrics exporter: /metrics, /healthz, /snapshot.json. Samples in the
+    /// background; a scrape never costs a /proc scan.
+    Serve {
+        /// Address to listen on (loopback by default; another address must be given explicitly).
+        #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
+        listen: std::net::SocketAddr,
+        /// Sampling interval.
+        #[arg(long, default_value = "5s", value_name = "DURATION")]
+        interval: String,
+        /// Fold processes with less resident GPU memory than this into pid="other".
+        #[arg(long, default_value = "64MiB", value_name = "SIZE")]
+        min_process_bytes: String,
+        /// Most per-process series; further processes are folded into pid="other".
+        #[arg(long, default_value_t = 5000, value_name = "N")]
+        max_series: usize,
+    },
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
         /// The recording.

@@ -13,6 +13,7 @@ pub mod outputs;
 pub mod recording;
 pub mod root;
 pub mod sampler;
+pub mod serve;
 pub mod sim;
 pub mod snapshot;
 pub mod sources;

@@ -5,6 +5,7 @@ mod demo;
 mod diff;
 mod guard;
 mod record;
+mod serve;
 mod show;
 mod simulate;
 mod snapshot;
@@ -26,6 +27,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Simulate(args)) => simulate::run(&args),
         Some(Command::Record(args)) => record::run(cli.root.as_deref(), &args, &thresholds),
         Some(Command::Guard(args)) => guard::run(cli.root.as_deref(), &args, &thresholds),
+        Some(Command::Serve {
+            listen,
+            interval,
+            min_process_bytes,
+            max_series,
+        }) => serve::run(
+            cli.root.as_deref(),
+            listen,
+            &interval,
+            &min_process_bytes,
+            max_series,
+            thresholds,
+        ),
         Some(Command::Show { file, json }) => show::run(&file, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
     }

@@ -1,0 +1,9 @@
+//! `serve`: a Prometheus / OpenMetrics exporter. A background thread samples on the interval and
+//! renders the metrics text and the snapshot JSON once; scrapes only copy the latest rendering, so
+//! a scrape never costs a /proc scan however often it comes.
+
+pub mod metrics;
+mod server;
+
+pub use metrics::{render_metrics, MetricsOptions};
+pub use server::{serve, ServeError, ServeOptions};

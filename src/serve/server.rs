@@ -1,0 +1,134 @@
+//! The HTTP side of `serve` (axum on a small tokio runtime): `/metrics`, `/healthz`,
+//! `/snapshot.json`.
+
+use super::metrics::{render_metrics, MetricsOptions};
+use crate::findings::{analyze, Thresholds};
+use crate::ledger::Ledger;
+use crate::outputs::json;
+use crate::sampler::Sampler;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use thiserror::Error;
+
+/// What `serve` needs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to bind.
+    pub listen: SocketAddr,
+    /// Sampling interval.
+    pub interval: Duration,
+    /// Finding thresholds.
+    pub thresholds: Thresholds,
+    /// Cardinality bounds.
+    pub metrics: MetricsOptions,
+}
+
+/// The exporter could not run.
+#[derive(Debug, Error)]
+pub enum ServeError {
+    /// Binding failed.
+    #[error("cannot listen on {addr}: {source}; pick another --listen address or port")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The runtime failed.
+    #[error("exporter: {0}")]
+    Io(#[from] std::io::Error),
+    /// The first sample failed.
+    #[error(transparent)]
+    Sample(#[from] crate::sampler::SampleError),
+}
+
+#[derive(Default)]
+struct Latest {
+    metrics: String,
+    snapshot: String,
+}
+
+fn render(
+    sampler: &mut Sampler,
+    t: &Thresholds,
+    m: &MetricsOptions,
+) -> Result<Latest, crate::sampler::SampleError> {
+    let ledger = Ledger::from_snapshot(&sampler.sample()?);
+    let findings = analyze(&ledger, t);
+    Ok(Latest {
+        metrics: render_metrics(&ledger, &findings, m),
+        snapshot: json::render(&ledger, &findings),
+    })
+}
+
+/// Samples in the background and serves until the process is stopped. `ready` is called with
+/// the bound address once the first sample is in.
+pub fn serve(
+    mut sampler: Sampler,
+    opts: ServeOptions,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    let latest = Arc::new(RwLock::new(render(
+        &mut sampler,
+        &opts.thresholds,
+        &opts.metrics,
+    )?));
+    let writer = latest.clone();
+    let (interval, t, m) = (opts.interval, opts.thresholds.clone(), opts.metrics);
+    std::thread::spawn(move || loop {
+        std::thread::sleep(interval);
+        if let Ok(l) = render(&mut sampler, &t, &m) {
+            *writer.write().unwrap_or_else(|e| e.into_inner()) = l;
+        }
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(opts.listen)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: opts.listen,
+                source,
+            })?;
+        ready(listener.local_addr()?);
+        let m = latest.clone();
+        let s = latest.clone();
+        let app =
+            Router::new()
+                .route(
+                    "/metrics",
+                    get(move || {
+                        let body = m.read().unwrap_or_else(|e| e.into_inner()).metrics.clone();
+                        async move {
+                            (
+                                [(
+                                    header::CONTENT_TYPE,
+                                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                                )],
+                                body,
+                            )
+                                .into_response()
+                        }
+                    }),
+                )
+                .route("/healthz", get(|| async { "ok\n" }))
+                .route(
+                    "/snapshot.json",
+                    get(move || {
+                        let body = s.read().unwrap_or_else(|e| e.into_inner()).snapshot.clone();
+                        async move {
+                            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+                        }
+                    }),
+                );
+        axum::serve(listener, app).await?;
+        Ok(())
+    })
+}
