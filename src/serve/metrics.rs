@@ -214,13 +214,15 @@ mod tests {
 
     #[test]
     fn small_processes_fold_into_other_and_series_are_capped() {
-        let mut ledger = Ledger::default();
-        ledger.processes = vec![
-            row(1, 1 << 30),
-            row(2, 1 << 20),
-            row(3, 2 << 20),
-            row(4, 2 << 30),
-        ];
+        let ledger = Ledger {
+            processes: vec![
+                row(1, 1 << 30),
+                row(2, 1 << 20),
+                row(3, 2 << 20),
+                row(4, 2 << 30),
+            ],
+            ..Default::default()
+        };
         let text = render_metrics(
             &ledger,
             &[],
