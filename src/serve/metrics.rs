@@ -91,8 +91,17 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
     let mut series = 0usize;
     for p in &ledger.processes {
         let resident: u64 = p.usage.iter().filter_map(|u| u.resident).sum();
-        let keep = resident >= opts.min_process_bytes
-            && series + p.usage.len() * 3 <= opts.max_process_series;
+        let values: usize = p
+            .usage
+            .iter()
+            .map(|u| {
+                [u.resident, u.total, u.shared]
+                    .iter()
+                    .filter(|v| v.is_some())
+                    .count()
+            })
+            .sum();
+        let keep = resident >= opts.min_process_bytes && series + values <= opts.max_process_series;
         for u in &p.usage {
             for (kind, v) in [
                 ("resident", u.resident),
