@@ -85,6 +85,22 @@ pub enum Command {
         #[arg(long, default_value_t = 5000, value_name = "N")]
         max_series: usize,
     },
+    /// Write a Markdown bug report: environment, GPUs, per-fd accounting, findings, and with
+    /// recordings their peaks, timeline findings and (two recordings) the bad-vs-good table.
+    Report {
+        /// Zero, one or two recordings (A = bad, B = good).
+        #[arg(value_name = "RECORDING", num_args = 0..=2)]
+        recordings: Vec<PathBuf>,
+        /// Output file (default: standard output).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Report template.
+        #[arg(long, value_enum, default_value = "intel-compute-runtime")]
+        template: TemplateArg,
+        /// Hide the hostname and user names.
+        #[arg(long)]
+        redact: bool,
+    },
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
         /// The recording.
@@ -214,4 +230,13 @@ pub struct GuardArgs {
     /// The command to run under guard, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// Report templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TemplateArg {
+    /// intel/compute-runtime's Linux GPU driver issue form.
+    IntelComputeRuntime,
+    /// Any driver or runtime.
+    Generic,
 }

@@ -119,6 +119,8 @@ pub struct Client {
     pub regions: BTreeMap<String, RegionStats>,
     /// amdgpu `amd-evicted-vram`, bytes.
     pub evicted_vram: Option<u64>,
+    /// The fd link text of the first holder (`/dev/dri/renderD129`).
+    pub path: String,
 }
 
 /// One process's row.
@@ -315,6 +317,7 @@ fn dedup_clients(s: &Snapshot) -> Vec<Client> {
                 holders: Vec::new(),
                 regions: fd.info.regions.clone(),
                 evicted_vram: fd.info.extra_bytes("amd-evicted-vram"),
+                path: fd.path.clone(),
             });
             c.owner = c.owner.min(p.pid);
             c.holders.push((p.pid, fd.fd));

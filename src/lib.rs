@@ -11,6 +11,7 @@ pub mod job;
 pub mod ledger;
 pub mod outputs;
 pub mod recording;
+pub mod report;
 pub mod root;
 pub mod sampler;
 pub mod serve;

@@ -163,7 +163,9 @@ impl Root {
     /// `/proc/PID/smaps`).
     pub fn read_capped(&self, rel: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
         let path = self.resolve(rel.as_ref(), true)?;
-        read_regular(&path, cap)
+        // A captured root's path is fully resolved already; refusing a final symlink there is a
+        // second guard. The live machine's own links (/etc/os-release) are followed.
+        read_regular(&path, cap, !self.live)
     }
 
     /// Reads a file as text, replacing invalid UTF-8.
@@ -251,12 +253,12 @@ fn components(p: &Path) -> impl Iterator<Item = OsString> + '_ {
     })
 }
 
-fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+fn read_regular(path: &Path, cap: u64, nofollow: bool) -> io::Result<Vec<u8>> {
+    let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    if nofollow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
     let st = rustix::fs::fstat(&fd)?;
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
         return Err(io::Error::new(

@@ -5,6 +5,7 @@ mod demo;
 mod diff;
 mod guard;
 mod record;
+mod report;
 mod serve;
 mod show;
 mod simulate;
@@ -39,6 +40,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             &min_process_bytes,
             max_series,
             thresholds,
+        ),
+        Some(Command::Report {
+            recordings,
+            output,
+            template,
+            redact,
+        }) => report::run(
+            cli.root.as_deref(),
+            &recordings,
+            output.as_deref(),
+            template,
+            redact,
+            &thresholds,
         ),
         Some(Command::Show { file, json }) => show::run(&file, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),

@@ -6,3 +6,4 @@ pub mod meminfo;
 pub mod nvml;
 pub mod pci_names;
 pub mod proc_pid;
+pub mod system_info;

@@ -1,0 +1,70 @@
+//! `gpuledger report`.
+
+use crate::cli::TemplateArg;
+use anyhow::{Context, Result};
+use gpuledger::findings::{analyze, Thresholds};
+use gpuledger::ledger::Ledger;
+use gpuledger::recording;
+use gpuledger::report::{render, ReportInput, Template};
+use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::sources::system_info;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub fn run(
+    root: Option<&Path>,
+    files: &[PathBuf],
+    output: Option<&Path>,
+    template: TemplateArg,
+    redact: bool,
+    t: &Thresholds,
+) -> Result<ExitCode> {
+    let recordings = files
+        .iter()
+        .map(|f| {
+            Ok((
+                f.display().to_string(),
+                recording::open(f).context("report")?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut sampler = Sampler::new(
+        super::open_root(root)?,
+        Scope::All,
+        SamplerOptions::default(),
+    );
+    let ledger = Ledger::from_snapshot(&sampler.sample()?);
+    let findings = analyze(&ledger, t);
+    let pythons: Vec<u32> = ledger
+        .processes
+        .iter()
+        .filter(|p| p.comm.starts_with("python"))
+        .map(|p| p.pid)
+        .collect();
+    let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
+    let system = system_info::gather(sampler.root(), &pythons, &slots);
+    let text = render(&ReportInput {
+        template: match template {
+            TemplateArg::IntelComputeRuntime => Template::IntelComputeRuntime,
+            TemplateArg::Generic => Template::Generic,
+        },
+        redact,
+        ledger: &ledger,
+        findings: &findings,
+        system: &system,
+        recordings: &recordings,
+    });
+    match output {
+        None => super::print(&text)?,
+        Some(p) if p == Path::new("-") => super::print(&text)?,
+        Some(p) => {
+            std::fs::write(p, &text)
+                .with_context(|| format!("cannot write report {}", p.display()))?;
+            eprintln!(
+                "wrote {}: review it, fill in what says \"not found\", and attach it",
+                p.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

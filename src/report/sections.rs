@@ -1,0 +1,423 @@
+//! The report's sections.
+
+use super::{ReportInput, Template};
+use crate::findings::{Kind, Severity};
+use crate::ledger::{classify, Ledger};
+use crate::timeline::{self, diff};
+use crate::units::{human_bytes, human_opt};
+use std::fmt::Write;
+
+const NF: &str = "not found";
+
+fn or_nf(v: Option<&str>) -> String {
+    v.map(|s| s.replace('|', "\\|"))
+        .unwrap_or_else(|| NF.into())
+}
+
+fn title(input: &ReportInput) -> String {
+    let f = input.findings;
+    let mirror = f.iter().find(|x| x.kind == Kind::PeerMirror);
+    let gpus: Vec<String> = input
+        .ledger
+        .devices
+        .iter()
+        .filter_map(|d| d.name.clone())
+        .collect();
+    let gpu = match (gpus.first(), gpus.len()) {
+        (Some(n), c) if c > 1 => format!("{c}× {n}"),
+        (Some(n), _) => n.clone(),
+        _ => "GPU".into(),
+    };
+    match mirror {
+        Some(m) if m.backing == Some(crate::findings::Backing::Pinned) => format!(
+            "{gpu}: multi-GPU job pins a host-RAM mirror of each rank's device memory on the peer device ({} per rank, {})",
+            human_bytes(m.bytes),
+            m.source.as_deref().unwrap_or("host counters")
+        ),
+        Some(m) => format!("{gpu}: each rank's device memory is registered as GTT on the peer device ({} per rank)", human_bytes(m.bytes)),
+        None => match f.first() {
+            Some(x) => format!("{gpu}: {}", x.kind.as_str().replace('_', " ")),
+            None => format!("{gpu}: GPU memory report"),
+        },
+    }
+}
+
+fn environment(input: &ReportInput) -> String {
+    let s = input.system;
+    let h = &input.ledger.host;
+    let mut t = String::from("| component | version |\n|---|---|\n");
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(t, "| {k} | {v} |");
+    };
+    row("kernel", or_nf(s.kernel.as_deref()));
+    row("distribution", or_nf(s.distro.as_deref()));
+    let drivers: Vec<String> = input
+        .ledger
+        .devices
+        .iter()
+        .filter_map(|d| d.driver.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for d in &drivers {
+        let v = s
+            .driver_versions
+            .get(d)
+            .map(|v| v.as_str())
+            .unwrap_or("in-tree (no /sys/module version)");
+        row(&format!("kernel driver {d}"), v.to_string());
+    }
+    if drivers.is_empty() {
+        row("kernel driver", NF.into());
+    }
+    row(
+        "GPU kernel modules loaded",
+        if s.modules.is_empty() {
+            NF.into()
+        } else {
+            s.modules.join(", ")
+        },
+    );
+    row("host RAM", human_opt(h.mem_total));
+    row(
+        "GPU page accounting",
+        match &h.gpu_active_source {
+            Some(src) => format!("{src} (kernel counts pinned GPU pages)"),
+            None => "none (GPUActive absent: pinned pages show only as unaccounted memory)".into(),
+        },
+    );
+    if s.packages.is_empty() {
+        row("GPU runtime packages", NF.into());
+    }
+    for (p, v) in &s.packages {
+        row(
+            p,
+            format!("{v} ({})", s.packages_source.as_deref().unwrap_or("?")),
+        );
+    }
+    row("NVIDIA driver", or_nf(s.nvidia.as_deref()));
+    row("ROCm", or_nf(s.rocm.as_deref()));
+    for (p, v) in &s.python {
+        row(&format!("python: {p}"), v.clone());
+    }
+    if !s.python.contains_key("torch") {
+        row("python: torch", NF.into());
+    }
+    row("gpuledger", env!("CARGO_PKG_VERSION").into());
+    t
+}
+
+fn gpus(l: &Ledger) -> String {
+    if l.devices.is_empty() {
+        return format!("{NF}: no GPU device in /sys/class/drm or NVML\n");
+    }
+    let mut t = String::from(
+        "| PCI slot | vendor:device | name | driver | minors |\n|---|---|---|---|---|\n",
+    );
+    for d in &l.devices {
+        let _ = writeln!(
+            t,
+            "| {} | {}:{} | {} | {} | {} |",
+            d.id,
+            or_nf(d.vendor.as_deref()),
+            or_nf(d.device.as_deref()),
+            or_nf(d.name.as_deref()),
+            or_nf(d.driver.as_deref()),
+            if d.minors.is_empty() {
+                "-".to_string()
+            } else {
+                d.minors.join(", ")
+            }
+        );
+    }
+    t
+}
+
+fn dri(input: &ReportInput) -> String {
+    let mut t = String::from("```\n");
+    for d in &input.ledger.devices {
+        for m in &d.minors {
+            let _ = writeln!(t, "/dev/dri/{m} -> {}", d.id);
+        }
+    }
+    if input.system.by_path.is_empty() {
+        let _ = writeln!(t, "/dev/dri/by-path: {NF}");
+    }
+    for (n, target) in &input.system.by_path {
+        let _ = writeln!(t, "/dev/dri/by-path/{n} -> {target}");
+    }
+    t.push_str("```\n");
+    t
+}
+
+fn per_fd(l: &Ledger) -> String {
+    let mut t = String::from("```\n");
+    for p in l.processes.iter().filter(|p| !p.usage.is_empty()) {
+        let who = match p.rank {
+            Some(r) => format!(
+                "pid {} (rank {r}, {}, home {})",
+                p.pid,
+                p.comm,
+                p.home_device.as_deref().unwrap_or("-")
+            ),
+            None => format!(
+                "pid {} ({}, home {})",
+                p.pid,
+                p.comm,
+                p.home_device.as_deref().unwrap_or("-")
+            ),
+        };
+        let _ = writeln!(t, "{who}");
+        for c in l.clients.iter().filter(|c| c.owner == p.pid) {
+            let fds: Vec<String> = c
+                .holders
+                .iter()
+                .filter(|h| h.0 == p.pid)
+                .map(|h| format!("fd{}", h.1))
+                .collect();
+            let regions: Vec<String> = c
+                .regions
+                .iter()
+                .filter(|(_, r)| r.resident_bytes().unwrap_or(0) > 0)
+                .map(|(name, r)| {
+                    format!(
+                        "drm-resident-{name}: {} KiB",
+                        r.resident_bytes().unwrap_or(0) / 1024
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                t,
+                "  {} {} ({}): {}",
+                fds.join(","),
+                c.path,
+                c.device,
+                if regions.is_empty() {
+                    "nothing resident".into()
+                } else {
+                    regions.join("  ")
+                }
+            );
+        }
+        for u in p
+            .usage
+            .iter()
+            .filter(|u| u.region == "vram" || u.region == "pinned-shmem")
+        {
+            let _ = writeln!(
+                t,
+                "  NVML/smaps {} on {}: {}",
+                u.region,
+                u.device,
+                human_opt(u.resident)
+            );
+        }
+    }
+    t.push_str("```\n");
+    t
+}
+
+fn findings(input: &ReportInput) -> String {
+    if input.findings.is_empty() {
+        return "No findings in the snapshot.\n".into();
+    }
+    let mut t = String::new();
+    for f in input.findings {
+        let _ = writeln!(
+            t,
+            "- **{}** `{}`: {}",
+            f.severity.as_str(),
+            f.kind.as_str(),
+            f.message
+        );
+    }
+    t
+}
+
+fn recordings(input: &ReportInput) -> String {
+    let mut t = String::new();
+    for (name, rec) in input.recordings {
+        let _ = writeln!(
+            t,
+            "#### Recording `{name}`: `{}`, {:.1} s, {} samples\n",
+            rec.command().join(" "),
+            rec.duration_s(),
+            rec.samples.len()
+        );
+        t.push_str("| rank | pid | device | peak device-local | peak host-class |\n|---|---|---|---|---|\n");
+        for p in timeline::peaks(rec) {
+            let _ = writeln!(
+                t,
+                "| {} | {} | {}{} | {} | {} |",
+                p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+                p.pid,
+                p.device,
+                if p.home { " (home)" } else { "" },
+                human_bytes(p.device_local),
+                human_bytes(p.host)
+            );
+        }
+        let found = timeline::analyze(rec);
+        if !found.is_empty() {
+            t.push('\n');
+        }
+        for f in found.iter().filter(|f| f.severity >= Severity::Info) {
+            let _ = writeln!(
+                t,
+                "- `{}` at {:.1} s: {}",
+                f.kind.as_str(),
+                f.t_s,
+                f.message
+            );
+        }
+        t.push('\n');
+    }
+    if let [(a_name, a), (b_name, b)] = input.recordings {
+        let d = diff::diff(a, b);
+        let _ = writeln!(
+            t,
+            "#### Bad vs good\n\n| | A = `{a_name}` | B = `{b_name}` |\n|---|---|---|"
+        );
+        let show = |v: &diff::Value| match v {
+            diff::Value::Bytes(b) => human_opt(*b),
+            diff::Value::Seconds(s) => format!("{s:.1} s"),
+            diff::Value::Text(x) => x.clone(),
+        };
+        for r in &d.rows {
+            let _ = writeln!(t, "| {} | {} | {} |", r.what, show(&r.a), show(&r.b));
+        }
+        let _ = writeln!(t, "\n{}\n", d.verdict);
+    }
+    t
+}
+
+fn job_env(l: &Ledger) -> String {
+    let env = l
+        .processes
+        .iter()
+        .find(|p| !p.env.is_empty())
+        .map(|p| &p.env);
+    match env {
+        None => format!("{NF} (no allow-listed variables set in the GPU processes)\n"),
+        Some(e) => {
+            let mut t = String::from("```\n");
+            for (k, v) in e {
+                let _ = writeln!(t, "{k}={v}");
+            }
+            t.push_str("```\n");
+            if e.contains_key("NEOReadDebugKeys") {
+                t.push_str(
+                    "\nNEO debug keys are set: they are for diagnosis only, not for production.\n",
+                );
+            }
+            t
+        }
+    }
+}
+
+fn expected(input: &ReportInput) -> &'static str {
+    if input.findings.iter().any(|f| f.kind == Kind::PeerMirror) {
+        "Peer registrations of device allocations should not pin physical host pages proportional to each rank's VRAM working set; host RAM use should not grow with device allocations."
+    } else {
+        "GPU memory and driver-held host memory in line with what the job allocates."
+    }
+}
+
+fn steps(input: &ReportInput) -> String {
+    match input.recordings.first() {
+        Some((name, rec)) => format!(
+            "1. `gpuledger record -o {name} -- {}`\n2. `gpuledger show {name}`\n",
+            rec.command().join(" ")
+        ),
+        None => "1. Start the job.\n2. While it runs: `gpuledger` (or `gpuledger capture -o snap.tar.zst` to attach).\n".into(),
+    }
+}
+
+/// All sections in template order.
+pub fn render(input: &ReportInput) -> String {
+    let l = input.ledger;
+    let s = input.system;
+    let mut out = format!("# {}\n\n", title(input));
+    out.push_str("_Generated by gpuledger from the machine's /proc and /sys (and recordings where given); values it could not find say \"not found\"._\n\n");
+    if input.template == Template::IntelComputeRuntime {
+        out.push_str("## Pre-submission checklist\n\n");
+        let latest = s.packages.iter().find(|(k, _)| {
+            k.contains("intel-opencl-icd")
+                || k.contains("compute-runtime")
+                || k.contains("libze-intel-gpu")
+        });
+        let _ = writeln!(
+            out,
+            "- [ ] I tested with the latest released driver (installed here: {})",
+            latest
+                .map(|(k, v)| format!("{k} {v}"))
+                .unwrap_or_else(|| NF.into())
+        );
+        out.push_str("- [ ] I searched for similar issues (related: GSD-13038 peer-mirror pinning, GSD-13036 OUT_OF_RESOURCES at 4 GPUs)\n\n");
+        out.push_str("## GPU hardware\n\n");
+        out.push_str(&gpus(l));
+        out.push_str("\n## DRI devices information\n\n");
+        out.push_str(&dri(input));
+        out.push_str("\n## Detailed GPU information\n\n");
+        if s.lspci.is_empty() {
+            out.push_str("`lspci -vvv -k -s <slot>`: not found (lspci absent, or not the live machine); the sysfs view:\n\n");
+            out.push_str(&gpus(l));
+        }
+        for (slot, text) in &s.lspci {
+            let _ = writeln!(out, "`lspci -vvv -k -s {slot}`:\n\n```\n{text}\n```\n");
+        }
+        out.push_str("\n## Driver version and installation\n\n");
+        out.push_str(&environment(input));
+        out.push_str("\nInstallation method: not found (fill in: repository, packages, custom kernel parameters).\n\n");
+        let _ = writeln!(out, "## Linux distribution and kernel\n\n- distribution: {}\n- kernel: {}\n- kernel command line: {}\n- GPU modules: {}\n", or_nf(s.distro.as_deref()), or_nf(s.kernel.as_deref()), or_nf(s.cmdline.as_deref()), if s.modules.is_empty() { NF.into() } else { s.modules.join(", ") });
+    } else {
+        out.push_str("## Environment\n\n");
+        out.push_str(&environment(input));
+        out.push_str("\n### GPUs\n\n");
+        out.push_str(&gpus(l));
+        out.push('\n');
+    }
+    out.push_str("## Job environment (allow-listed)\n\n");
+    out.push_str(&job_env(l));
+    out.push_str("\n## Observed behaviour\n\n");
+    let h = &l.host;
+    let _ = writeln!(
+        out,
+        "Host: MemTotal {}, MemAvailable {}, GPUActive {}, unaccounted {}.\n",
+        human_opt(h.mem_total),
+        human_opt(h.mem_available),
+        human_opt(h.gpu_active),
+        human_opt(h.unaccounted)
+    );
+    out.push_str("Per-fd accounting (each DRM client once, by drm-client-id):\n\n");
+    out.push_str(&per_fd(l));
+    out.push_str("\nFindings:\n\n");
+    out.push_str(&findings(input));
+    if !input.recordings.is_empty() {
+        out.push_str("\n### Over time\n\n");
+        out.push_str(&recordings(input));
+    }
+    let _ = writeln!(out, "\n## Expected behaviour\n\n{}\n", expected(input));
+    out.push_str("## Steps to reproduce\n\n");
+    out.push_str(&steps(input));
+    if input.template == Template::IntelComputeRuntime {
+        out.push_str("\n## Reproduction rate\n\nnot found (gpuledger saw one run; fill in)\n");
+        out.push_str("\n## Regression\n\n");
+        if input.recordings.len() == 2 {
+            out.push_str(
+                "Yes: see \"Bad vs good\" above (A and B differ only as the table shows).\n",
+            );
+        } else {
+            out.push_str("not found (record a known-good and a bad run and pass both to `gpuledger report A B`)\n");
+        }
+        out.push_str("\n## System logs\n\nnot collected by this gpuledger version (attach `dmesg | grep -E 'i915|xe|drm|gpu'`)\n");
+    }
+    let classes: Vec<&str> = l
+        .processes
+        .iter()
+        .flat_map(|p| p.usage.iter())
+        .map(|u| classify(&u.region).as_str())
+        .collect();
+    let _ = writeln!(out, "\n---\nRegions seen: {}. Device-local = VRAM/local memory; host-class = GTT/system memory the GPU maps.", if classes.is_empty() { "none".into() } else { let mut c = classes.clone(); c.sort(); c.dedup(); c.join(", ") });
+    out
+}

@@ -1,0 +1,265 @@
+//! What a bug report needs about the machine: kernel, distribution, driver module versions,
+//! `/dev/dri/by-path`, the kernel command line and loaded GPU modules, installed GPU runtime
+//! packages (dpkg-query, rpm or pacman; else the versioned sonames of the runtime libraries),
+//! NVIDIA and ROCm versions, and the PyTorch / oneCCL found beside a Python process.
+//!
+//! Only what is found is reported; package managers and library directories are looked at only
+//! on the live machine (a capture carries its os-release and proc/version).
+
+use crate::root::Root;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Names of packages and libraries that belong to a GPU compute stack.
+const STACK: [&str; 14] = [
+    "intel-compute-runtime",
+    "intel-opencl-icd",
+    "libze-intel-gpu",
+    "intel-level-zero-gpu",
+    "libze1",
+    "level-zero",
+    "libigc",
+    "intel-igc",
+    "libigdgmm",
+    "intel-gmmlib",
+    "intel-ocloc",
+    "oneccl",
+    "rocm",
+    "nvidia-driver",
+];
+const LIBS: [&str; 4] = [
+    "libze_intel_gpu.so",
+    "libigc.so",
+    "libigdgmm.so",
+    "libze_loader.so",
+];
+
+/// Facts about the machine, each `None` when not found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SystemInfo {
+    /// `/proc/version`.
+    pub kernel: Option<String>,
+    /// `/proc/cmdline`.
+    pub cmdline: Option<String>,
+    /// os-release `PRETTY_NAME`.
+    pub distro: Option<String>,
+    /// Hostname.
+    pub hostname: Option<String>,
+    /// Loaded GPU kernel modules (`/proc/modules`: xe, i915, amdgpu, nvidia…).
+    pub modules: Vec<String>,
+    /// `/sys/module/<driver>/version` where present.
+    pub driver_versions: BTreeMap<String, String>,
+    /// `/dev/dri/by-path` entry → target.
+    pub by_path: Vec<(String, String)>,
+    /// Installed GPU stack packages (name → version) and how they were found.
+    pub packages: BTreeMap<String, String>,
+    /// Where `packages` came from (dpkg-query, rpm, pacman, sonames).
+    pub packages_source: Option<String>,
+    /// `/proc/driver/nvidia/version` first line.
+    pub nvidia: Option<String>,
+    /// `/opt/rocm/.info/version`.
+    pub rocm: Option<String>,
+    /// Python packages found beside a recorded Python process (torch, oneccl_bindings_for_pytorch).
+    pub python: BTreeMap<String, String>,
+    /// `lspci -vvv -k -s SLOT` per PCI slot (live machine, where lspci exists).
+    pub lspci: BTreeMap<String, String>,
+}
+
+fn text(root: &Root, rel: &str) -> Option<String> {
+    root.read_string(rel)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Gathers everything findable under `root`; `python_pids` are processes to look beside and
+/// `pci_slots` the GPUs to describe with lspci.
+pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemInfo {
+    let mut s = SystemInfo {
+        kernel: text(root, "proc/version"),
+        cmdline: text(root, "proc/cmdline"),
+        hostname: text(root, "proc/sys/kernel/hostname"),
+        nvidia: text(root, "proc/driver/nvidia/version")
+            .and_then(|t| t.lines().next().map(String::from)),
+        rocm: text(root, "opt/rocm/.info/version"),
+        ..Default::default()
+    };
+    s.distro = text(root, "etc/os-release").and_then(|t| {
+        t.lines()
+            .find_map(|l| {
+                l.strip_prefix("PRETTY_NAME=")
+                    .or_else(|| l.strip_prefix("NAME="))
+            })
+            .map(|v| v.trim_matches('"').to_string())
+    });
+    let gpu_modules = [
+        "xe",
+        "i915",
+        "amdgpu",
+        "nvidia",
+        "nvidia_uvm",
+        "nvidia_drm",
+        "msm",
+        "panfrost",
+        "panthor",
+        "v3d",
+        "ivpu",
+        "amdxdna",
+    ];
+    if let Some(m) = text(root, "proc/modules") {
+        s.modules = m
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| gpu_modules.contains(n))
+            .map(String::from)
+            .collect();
+    }
+    for d in gpu_modules {
+        if let Some(v) = text(root, &format!("sys/module/{d}/version")) {
+            s.driver_versions.insert(d.to_string(), v);
+        }
+    }
+    if let Ok(names) = root.list_dir("dev/dri/by-path") {
+        for n in names {
+            let n = n.to_string_lossy().into_owned();
+            if let Ok(t) = root.read_link(format!("dev/dri/by-path/{n}")) {
+                s.by_path.push((n, t.display().to_string()));
+            }
+        }
+        s.by_path.sort();
+    }
+    if root.is_live() {
+        (s.packages, s.packages_source) = packages();
+        for &pid in python_pids {
+            s.python.extend(python_packages(root, pid));
+        }
+        for slot in pci_slots.iter().filter(|s| s.contains(':')) {
+            if let Some(out) = run("lspci", &["-vvv", "-k", "-s", slot]) {
+                s.lspci.insert(slot.clone(), out.trim_end().to_string());
+            }
+        }
+    }
+    s
+}
+
+fn run(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn in_stack(name: &str) -> bool {
+    STACK.iter().any(|s| name.starts_with(s))
+}
+
+fn packages() -> (BTreeMap<String, String>, Option<String>) {
+    let queries: [(&str, &str, &[&str]); 3] = [
+        (
+            "dpkg-query",
+            "dpkg-query",
+            &["-W", "-f", "${Package}\t${Version}\t${Status}\n"],
+        ),
+        (
+            "rpm",
+            "rpm",
+            &["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\tinstalled\n"],
+        ),
+        ("pacman", "pacman", &["-Q"]),
+    ];
+    for (source, cmd, args) in queries {
+        let Some(out) = run(cmd, args) else { continue };
+        let found: BTreeMap<String, String> = out
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split(['\t', ' ']);
+                let (name, version) = (f.next()?, f.next()?);
+                let installed = source != "dpkg-query" || l.ends_with("installed");
+                (installed && in_stack(name)).then(|| (name.to_string(), version.to_string()))
+            })
+            .collect();
+        if !found.is_empty() {
+            return (found, Some(source.to_string()));
+        }
+    }
+    let found = sonames();
+    let source = (!found.is_empty()).then(|| "library sonames".to_string());
+    (found, source)
+}
+
+fn sonames() -> BTreeMap<String, String> {
+    let dirs = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/opt/intel/oneapi/lib",
+    ];
+    let mut out = BTreeMap::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            for lib in LIBS {
+                if let Some(ver) = name.strip_prefix(lib).and_then(|v| v.strip_prefix('.')) {
+                    let longer = out
+                        .get(lib)
+                        .is_none_or(|old: &String| ver.len() > old.len());
+                    if ver.contains('.') && longer {
+                        out.insert(lib.to_string(), ver.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// torch / oneCCL versions from the site-packages beside a Python process's interpreter.
+fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(exe) = root.read_link(format!("proc/{pid}/exe")) else {
+        return out;
+    };
+    let Some(prefix) = exe.parent().and_then(Path::parent) else {
+        return out;
+    };
+    let mut sites: Vec<PathBuf> = Vec::new();
+    for lib in ["lib", "lib64", "local/lib"] {
+        let Ok(entries) = std::fs::read_dir(prefix.join(lib)) else {
+            continue;
+        };
+        for e in entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        {
+            sites.push(e.path().join("site-packages"));
+            sites.push(e.path().join("dist-packages"));
+        }
+    }
+    for site in sites {
+        if let Ok(v) = std::fs::read_to_string(site.join("torch/version.py")) {
+            if let Some(ver) = v.lines().find_map(|l| l.strip_prefix("__version__ = ")) {
+                out.insert(
+                    "torch".into(),
+                    ver.trim().trim_matches(['\'', '"']).to_string(),
+                );
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(&site) {
+            for e in entries.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if let Some(rest) = n
+                    .strip_prefix("oneccl_bind_pt-")
+                    .and_then(|r| r.strip_suffix(".dist-info"))
+                {
+                    out.insert("oneccl_bind_pt".into(), rest.to_string());
+                }
+            }
+        }
+    }
+    out
+}
