@@ -101,6 +101,27 @@ pub enum Command {
         #[arg(long)]
         redact: bool,
     },
+    /// Draw one or two recordings as a self-contained HTML page (inline SVG, no scripts):
+    /// timelines per rank and device, host counters, allocator steps, findings, and the diff.
+    Plot {
+        /// One or two recordings.
+        #[arg(value_name = "RECORDING", num_args = 1..=2, required = true)]
+        recordings: Vec<PathBuf>,
+        /// Output HTML file.
+        #[arg(
+            short,
+            long,
+            default_value = "gpuledger-report.html",
+            value_name = "FILE"
+        )]
+        output: PathBuf,
+    },
+    /// Live terminal view: host memory, devices, processes, findings, sparklines.
+    Top {
+        /// Refresh interval.
+        #[arg(long, default_value = "1s", value_name = "DURATION")]
+        interval: String,
+    },
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
         /// The recording.

@@ -54,9 +54,40 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             redact,
             &thresholds,
         ),
+        Some(Command::Plot { recordings, output }) => plot(&recordings, &output),
+        Some(Command::Top { interval }) => {
+            let interval =
+                gpuledger::units::parse_duration(&interval).map_err(anyhow::Error::msg)?;
+            let sampler = gpuledger::sampler::Sampler::new(
+                open_root(cli.root.as_deref())?,
+                gpuledger::sampler::Scope::All,
+                Default::default(),
+            );
+            gpuledger::outputs::top::run(sampler, interval, &thresholds).context("top")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Show { file, json }) => show::run(&file, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
     }
+}
+
+fn plot(files: &[std::path::PathBuf], output: &std::path::Path) -> Result<ExitCode> {
+    let recs = files
+        .iter()
+        .map(|f| {
+            Ok((
+                f.display().to_string(),
+                gpuledger::recording::open(f).context("plot")?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let html = gpuledger::outputs::plot::render_html(&recs);
+    std::fs::write(output, html).with_context(|| format!("cannot write {}", output.display()))?;
+    eprintln!(
+        "wrote {} (self-contained: open it in any browser)",
+        output.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn thresholds(assignments: &[String]) -> Result<Thresholds> {

@@ -19,7 +19,7 @@ mod read;
 pub mod session;
 mod write;
 
-pub use read::{open, Recording, Series};
+pub use read::{open, HostSample, RecordedFinding, RecordedProcess, Recording, Series};
 pub use write::{Recorder, RecordingMeta};
 
 use thiserror::Error;

@@ -1,0 +1,225 @@
+//! `plot`: one self-contained HTML page (inline SVG drawn with plotters, no scripts, no network)
+//! with per-rank × device timelines (device-local vs host-class), the host counters, the step
+//! markers that `stepwise_growth` found, and the findings; with two recordings the diff too.
+
+use crate::ledger::MemClass;
+use crate::recording::Recording;
+use crate::timeline::diff::{diff, render_diff};
+use crate::timeline::{analyze, class_series, TimelineFinding, TimelineKind};
+use crate::units::human_bytes;
+use plotters::prelude::*;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+const GIB: f64 = (1u64 << 30) as f64;
+const DEVICE_COLOR: RGBColor = RGBColor(31, 119, 180);
+const HOST_COLOR: RGBColor = RGBColor(214, 39, 40);
+const STEP_COLOR: RGBColor = RGBColor(120, 120, 120);
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+struct Line<'a> {
+    name: &'a str,
+    color: RGBColor,
+    values: Vec<(f64, f64)>,
+}
+
+fn chart(title: &str, lines: &[Line], markers: &[f64]) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 260)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let x_max = lines
+            .iter()
+            .flat_map(|l| l.values.iter().map(|v| v.0))
+            .fold(1.0f64, f64::max);
+        let y_max = lines
+            .iter()
+            .flat_map(|l| l.values.iter().map(|v| v.1))
+            .fold(0.0f64, f64::max)
+            .max(0.001)
+            * 1.1;
+        let Ok(mut c) = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        else {
+            return svg_error(title);
+        };
+        let _ = c
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc("GiB")
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw();
+        for &m in markers {
+            let _ = c.draw_series(LineSeries::new(
+                [(m, 0.0), (m, y_max)],
+                STEP_COLOR.stroke_width(1),
+            ));
+        }
+        for l in lines {
+            let color = l.color;
+            if let Ok(s) = c.draw_series(LineSeries::new(
+                l.values.iter().copied(),
+                color.stroke_width(2),
+            )) {
+                s.label(l.name).legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            }
+        }
+        let _ = c
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw();
+        let _ = root.present();
+    }
+    svg
+}
+
+fn svg_error(title: &str) -> String {
+    format!("<p>could not draw {}</p>", esc(title))
+}
+
+fn series_of(rec: &Recording, values: &[u64]) -> Vec<(f64, f64)> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (rec.t_s(i), *v as f64 / GIB))
+        .collect()
+}
+
+/// Times at which a series grew by exactly a stepwise_growth step.
+fn step_times(rec: &Recording, values: &[u64], steps: &[u64]) -> Vec<f64> {
+    values
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[1] > w[0] && steps.contains(&(w[1] - w[0])))
+        .map(|(i, _)| rec.t_s(i + 1))
+        .collect()
+}
+
+fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
+    let mut out = format!(
+        "<h2>{}</h2>\n<p class=\"meta\">command <code>{}</code>, {:.1} s, {} samples</p>\n",
+        esc(name),
+        esc(&rec.command().join(" ")),
+        rec.duration_s(),
+        rec.samples.len()
+    );
+    let steps: Vec<u64> = found
+        .iter()
+        .filter(|f| f.kind == TimelineKind::StepwiseGrowth)
+        .map(|f| f.bytes)
+        .collect();
+    let keys: BTreeSet<(Option<u32>, u32, String)> = rec
+        .series
+        .iter()
+        .map(|s| {
+            (
+                rec.process(s.pid).and_then(|p| p.rank),
+                s.pid,
+                s.device.clone(),
+            )
+        })
+        .collect();
+    for (rank, pid, device) in keys {
+        let local = class_series(rec, pid, &device, MemClass::Device);
+        let host = class_series(rec, pid, &device, MemClass::Host);
+        let mut markers = step_times(rec, &local, &steps);
+        markers.extend(step_times(rec, &host, &steps));
+        let who = rank
+            .map(|r| format!("rank {r} (pid {pid})"))
+            .unwrap_or_else(|| format!("pid {pid}"));
+        out.push_str("<figure class=\"timeline\">");
+        out.push_str(&chart(
+            &format!("{who} on {device}"),
+            &[
+                Line {
+                    name: "device-local",
+                    color: DEVICE_COLOR,
+                    values: series_of(rec, &local),
+                },
+                Line {
+                    name: "host-class",
+                    color: HOST_COLOR,
+                    values: series_of(rec, &host),
+                },
+            ],
+            &markers,
+        ));
+        out.push_str("</figure>\n");
+    }
+    let pick = |f: fn(&crate::recording::HostSample) -> Option<u64>| -> Vec<u64> {
+        rec.samples.iter().map(|s| f(s).unwrap_or(0)).collect()
+    };
+    let held_name = if rec.samples.iter().any(|s| s.gpu_active.is_some()) {
+        "GPUActive"
+    } else {
+        "unaccounted"
+    };
+    out.push_str("<figure class=\"host\">");
+    out.push_str(&chart(
+        "host memory",
+        &[
+            Line {
+                name: "MemAvailable",
+                color: DEVICE_COLOR,
+                values: series_of(rec, &pick(|s| s.mem_available)),
+            },
+            Line {
+                name: held_name,
+                color: HOST_COLOR,
+                values: series_of(rec, &pick(|s| s.driver_held())),
+            },
+        ],
+        &[],
+    ));
+    out.push_str("</figure>\n<table class=\"findings\"><tr><th>severity</th><th>finding</th><th>at</th><th>bytes</th><th>message</th></tr>\n");
+    for f in found {
+        let _ = writeln!(
+            out,
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{:.1} s</td><td>{}</td><td>{}</td></tr>",
+            f.severity.as_str(),
+            f.severity.as_str(),
+            f.kind.as_str(),
+            f.t_s,
+            human_bytes(f.bytes),
+            esc(&f.message)
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// The whole page for one or two recordings.
+pub fn render_html(recs: &[(String, Recording)]) -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpuledger report</title>\n<style>\
+body{font-family:sans-serif;margin:2em;max-width:1600px} figure{display:inline-block;margin:.5em} \
+table{border-collapse:collapse;margin:1em 0} td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top} \
+tr.critical td{background:#fde0e0} tr.warning td{background:#fff3cd} .meta{color:#555} pre{background:#f6f6f6;padding:1em}\
+</style></head><body>\n<h1>gpuledger timelines</h1>\n<p>Blue: device-local (VRAM) resident bytes; red: host-class (GTT/system) resident bytes on that device; grey lines: allocator steps found by stepwise_growth.</p>\n",
+    );
+    for (name, rec) in recs {
+        out.push_str(&section(name, rec, &analyze(rec)));
+    }
+    if let [(a_name, a), (b_name, b)] = recs {
+        let _ = write!(
+            out,
+            "<h2>A vs B</h2>\n<pre class=\"diff\">{}</pre>\n",
+            esc(&render_diff(&diff(a, b), a_name, b_name))
+        );
+    }
+    out.push_str("</body></html>\n");
+    out
+}

@@ -1,0 +1,218 @@
+//! Drawing one frame of `top`.
+
+use super::{SortKey, State};
+use crate::findings::Severity;
+use crate::ledger::MemClass;
+use crate::units::human_bytes;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{
+    Block, Borders, Gauge, List, ListItem, Paragraph, Row, Sparkline, Table, Wrap,
+};
+use ratatui::Frame;
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// Draws the frame.
+pub fn draw(f: &mut Frame, s: &State) {
+    let l = &s.ledger;
+    let devices = l.devices.len().max(1) as u16;
+    let areas = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Length(devices + 2),
+        Constraint::Min(6),
+        Constraint::Length(8),
+        Constraint::Length(4),
+        Constraint::Length(1),
+    ])
+    .split(f.area());
+
+    let h = &l.host;
+    let total = h.mem_total.unwrap_or(0);
+    let avail = h.mem_available.unwrap_or(0);
+    let held = h.driver_held();
+    let label = format!(
+        "used {} / {}   available {}   driver-held {} ({})",
+        human_bytes(total.saturating_sub(avail)),
+        human_bytes(total),
+        human_bytes(avail),
+        held.map(|(b, _)| human_bytes(b))
+            .unwrap_or_else(|| "-".into()),
+        held.map(|(_, s)| s).unwrap_or("n/a")
+    );
+    let low = (avail as f64) < total as f64 * 0.1;
+    f.render_widget(
+        Gauge::default()
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" host memory "),
+            )
+            .gauge_style(Style::default().fg(if low { Color::Red } else { Color::Green }))
+            .ratio(ratio(total.saturating_sub(avail), total))
+            .label(label),
+        areas[0],
+    );
+
+    let local_of = |dev: &str| -> u64 {
+        l.processes
+            .iter()
+            .map(|p| p.resident(dev, MemClass::Device))
+            .sum()
+    };
+    let max_local = l
+        .devices
+        .iter()
+        .map(|d| local_of(&d.id))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let dev_lines: Vec<Line> = if l.devices.is_empty() {
+        vec![Line::from("no GPU device")]
+    } else {
+        l.devices
+            .iter()
+            .map(|d| {
+                let b = local_of(&d.id);
+                let width = 30usize;
+                let filled = (ratio(b, max_local) * width as f64).round() as usize;
+                Line::from(vec![
+                    Span::raw(format!(
+                        "{:<14} {:<6} ",
+                        d.id,
+                        d.driver.as_deref().unwrap_or("-")
+                    )),
+                    Span::styled("█".repeat(filled), Style::default().fg(Color::Cyan)),
+                    Span::raw("░".repeat(width - filled)),
+                    Span::raw(format!(" VRAM in use {}", human_bytes(b))),
+                ])
+            })
+            .collect()
+    };
+    f.render_widget(
+        Paragraph::new(dev_lines).block(Block::default().borders(Borders::ALL).title(" devices ")),
+        areas[1],
+    );
+
+    let mut rows: Vec<(u64, u64, Option<u32>, u32, Row)> = Vec::new();
+    for p in &l.processes {
+        for d in p.devices() {
+            let (loc, host) = (
+                p.resident(d, MemClass::Device),
+                p.resident(d, MemClass::Host),
+            );
+            let home = p.home_device.as_deref() == Some(d);
+            rows.push((
+                host,
+                loc,
+                p.rank,
+                p.pid,
+                Row::new(vec![
+                    p.pid.to_string(),
+                    p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+                    p.comm.clone(),
+                    format!("{d}{}", if home { " *" } else { "" }),
+                    human_bytes(loc),
+                    human_bytes(host),
+                ]),
+            ));
+        }
+    }
+    match s.sort {
+        SortKey::Host => rows.sort_by_key(|r| std::cmp::Reverse(r.0)),
+        SortKey::Local => rows.sort_by_key(|r| std::cmp::Reverse(r.1)),
+        SortKey::Rank => rows.sort_by_key(|r| (r.2.is_none(), r.2, r.3)),
+        SortKey::Pid => rows.sort_by_key(|r| r.3),
+    }
+    let table = Table::new(
+        rows.into_iter().map(|r| r.4),
+        [
+            Constraint::Length(8),
+            Constraint::Length(5),
+            Constraint::Length(16),
+            Constraint::Length(16),
+            Constraint::Length(11),
+            Constraint::Length(11),
+        ],
+    )
+    .header(
+        Row::new(["PID", "RANK", "COMM", "DEVICE (*home)", "LOCAL", "HOST"])
+            .style(Style::default().add_modifier(Modifier::BOLD)),
+    )
+    .block(
+        Block::default()
+            .borders(Borders::ALL)
+            .title(format!(" processes (sorted by {}) ", s.sort.name())),
+    );
+    f.render_widget(table, areas[2]);
+
+    let items: Vec<ListItem> = if s.findings.is_empty() {
+        vec![ListItem::new("no findings")]
+    } else {
+        s.findings
+            .iter()
+            .map(|x| {
+                let color = match x.severity {
+                    Severity::Critical => Color::Red,
+                    Severity::Warning => Color::Yellow,
+                    Severity::Info => Color::Gray,
+                };
+                ListItem::new(Line::from(vec![
+                    Span::styled(
+                        format!(
+                            "{:<8} {}: ",
+                            x.severity.as_str().to_uppercase(),
+                            x.kind.as_str()
+                        ),
+                        Style::default().fg(color).add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(x.message.clone()),
+                ]))
+            })
+            .collect()
+    };
+    f.render_widget(
+        List::new(items).block(Block::default().borders(Borders::ALL).title(" findings ")),
+        areas[3],
+    );
+
+    let halves = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+        .split(areas[4]);
+    let host_hist: Vec<u64> = s.history.iter().map(|h| h.0).collect();
+    let local_hist: Vec<u64> = s.history.iter().map(|h| h.1).collect();
+    let last = |v: &[u64]| human_bytes(*v.last().unwrap_or(&0));
+    f.render_widget(
+        Sparkline::default()
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(format!(" host-class total {} ", last(&host_hist))),
+            )
+            .style(Style::default().fg(Color::Red))
+            .data(&host_hist[host_hist.len().saturating_sub(halves[0].width as usize)..]),
+        halves[0],
+    );
+    f.render_widget(
+        Sparkline::default()
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(format!(" device-local total {} ", last(&local_hist))),
+            )
+            .style(Style::default().fg(Color::Cyan))
+            .data(&local_hist[local_hist.len().saturating_sub(halves[1].width as usize)..]),
+        halves[1],
+    );
+    f.render_widget(
+        Paragraph::new(" q quit   s sort (host-class, device-local, rank, pid)   * = home device")
+            .wrap(Wrap { trim: true }),
+        areas[5],
+    );
+}
