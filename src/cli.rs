@@ -122,6 +122,48 @@ pub enum Command {
         #[arg(long, default_value = "1s", value_name = "DURATION")]
         interval: String,
     },
+    /// Project the pinned host RAM a job would need at N ranks if every rank's segments are
+    /// mirrored on its peers, and say at which rank count it stops fitting on this machine.
+    Project {
+        /// Ranks to project to.
+        #[arg(long, value_name = "N")]
+        ranks: u32,
+        /// Take the per-peer mirror size from a recording (largest host-class bytes a rank held on
+        /// a device other than its home).
+        #[arg(long, value_name = "RECORDING", conflicts_with = "vram_per_rank")]
+        from: Option<PathBuf>,
+        /// Or give each rank's VRAM working set.
+        #[arg(long, value_name = "SIZE")]
+        vram_per_rank: Option<String>,
+        /// Peers each rank's segments are mirrored on.
+        #[arg(long, value_enum, default_value = "all")]
+        peers: PeersArg,
+        /// Host RAM to project against (default: this machine's MemTotal, minus what is in use).
+        #[arg(long, value_name = "SIZE")]
+        host_mem: Option<String>,
+    },
+    /// Record a command as given and once per control (an environment change such as a debug
+    /// key or a device mask), then print the comparison and which control removes the effect.
+    Experiment {
+        /// Controls, comma-separated: built-in names or NAME:VAR=VAL,... (default: all built-in).
+        #[arg(long, value_delimiter = ';', value_name = "LIST")]
+        controls: Vec<String>,
+        /// Runs per configuration (medians are compared).
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        /// List the built-in controls and exit.
+        #[arg(long)]
+        list_controls: bool,
+        /// Directory for the recordings.
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// Sampling interval.
+        #[arg(long, default_value = "500ms", value_name = "DURATION")]
+        interval: String,
+        /// The command, after `--`.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
         /// The recording.
@@ -260,4 +302,13 @@ pub enum TemplateArg {
     IntelComputeRuntime,
     /// Any driver or runtime.
     Generic,
+}
+
+/// Peer sets for `project`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PeersArg {
+    /// Every other rank's device (one Level Zero context over all cards).
+    All,
+    /// Ring neighbours only.
+    Ring,
 }

@@ -52,20 +52,26 @@ impl JobEnd {
 impl Job {
     /// Starts `argv` in gpuledger's process group and begins forwarding signals to it.
     pub fn spawn(argv: &[String]) -> io::Result<Job> {
-        Job::spawn_with(argv, false)
+        Job::spawn_with(argv, &[], false)
+    }
+
+    /// Like [`Job::spawn`], with extra environment variables for the child.
+    pub fn spawn_env(argv: &[String], env: &[(String, String)]) -> io::Result<Job> {
+        Job::spawn_with(argv, env, false)
     }
 
     /// Starts `argv` as the leader of a new process group (its pgid is its pid).
     pub fn spawn_group(argv: &[String]) -> io::Result<Job> {
-        Job::spawn_with(argv, true)
+        Job::spawn_with(argv, &[], true)
     }
 
-    fn spawn_with(argv: &[String], own_group: bool) -> io::Result<Job> {
+    fn spawn_with(argv: &[String], env: &[(String, String)], own_group: bool) -> io::Result<Job> {
         let (prog, args) = argv.split_first().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no command given after --")
         })?;
         let mut cmd = Command::new(prog);
-        cmd.args(args);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         if own_group {
             cmd.process_group(0);
         }

@@ -5,6 +5,7 @@
 
 pub mod archive;
 pub mod capture;
+pub mod experiment;
 pub mod findings;
 pub mod guard;
 pub mod job;

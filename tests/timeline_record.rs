@@ -318,3 +318,44 @@ fn simulate_writes_a_tree_the_snapshot_reads() {
     let bad = run(&["simulate", "nope", "--out", dir.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("known: ddp-peer-mirror"));
 }
+
+#[test]
+fn kernel_log_lines_in_the_window_are_recorded() {
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/kmsg")
+        .is_err()
+    {
+        eprintln!(
+            "skipped: /dev/kmsg is not writable here (the matcher is unit-tested in sources::kmsg)"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = tmp.path().join("k.ledger");
+    let line = format!(
+        "gpuledger-test-{}: kwin_wayland: page allocation failure: order:0",
+        std::process::id()
+    );
+    let script = format!("sleep 0.3; echo '{line}' > /dev/kmsg; sleep 0.4");
+    let out = run(&[
+        "record",
+        "--interval",
+        "100ms",
+        "-o",
+        ledger.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success());
+    let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
+    let lines = doc["kernel_log"].as_array().unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kind"] == "page_allocation_failure" && l["message"] == line.as_str()),
+        "{lines:?}"
+    );
+}

@@ -3,7 +3,9 @@
 mod capture;
 mod demo;
 mod diff;
+mod experiment;
 mod guard;
+mod project;
 mod record;
 mod report;
 mod serve;
@@ -66,6 +68,37 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             gpuledger::outputs::top::run(sampler, interval, &thresholds).context("top")?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Project {
+            ranks,
+            from,
+            vram_per_rank,
+            peers,
+            host_mem,
+        }) => project::run(
+            cli.root.as_deref(),
+            ranks,
+            from.as_deref(),
+            vram_per_rank.as_deref(),
+            peers,
+            host_mem.as_deref(),
+        ),
+        Some(Command::Experiment {
+            controls,
+            repeat,
+            list_controls,
+            output,
+            interval,
+            command,
+        }) => experiment::run(
+            cli.root.as_deref(),
+            &controls,
+            repeat,
+            list_controls,
+            output.as_deref(),
+            &interval,
+            &command,
+            &thresholds,
+        ),
         Some(Command::Show { file, json }) => show::run(&file, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
     }

@@ -31,6 +31,14 @@ struct ShowJson<'a> {
     gpu_active_peak: Option<u64>,
     unaccounted_peak: Option<u64>,
     findings: &'a [TimelineFinding],
+    kernel_log: Vec<KernelLine<'a>>,
+}
+
+#[derive(Serialize)]
+struct KernelLine<'a> {
+    t_s: f64,
+    kind: &'a str,
+    message: &'a str,
 }
 
 /// JSON summary (`gpuledger.show/1`).
@@ -59,6 +67,15 @@ pub fn render_json(rec: &Recording, findings: &[TimelineFinding]) -> String {
         gpu_active_peak: rec.samples.iter().filter_map(|s| s.gpu_active).max(),
         unaccounted_peak: rec.samples.iter().filter_map(|s| s.unaccounted).max(),
         findings,
+        kernel_log: rec
+            .kernel
+            .iter()
+            .map(|(i, kind, message)| KernelLine {
+                t_s: rec.t_s(*i),
+                kind,
+                message,
+            })
+            .collect(),
     };
     serde_json::to_string_pretty(&doc).expect("plain data") + "\n"
 }
@@ -128,6 +145,18 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
         human_opt(gpu),
         human_opt(unacc)
     );
+    if !rec.kernel.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nKernel log ({} page-allocation failures, {} OOM kills, {} driver lines)",
+            rec.kernel_count("page_allocation_failure"),
+            rec.kernel_count("oom_kill"),
+            rec.kernel_count("driver")
+        );
+        for (i, kind, msg) in rec.kernel.iter().take(20) {
+            let _ = writeln!(s, "  {:>7.1} s  {kind:<23}  {msg}", rec.t_s(*i));
+        }
+    }
     s.push_str("\nTimeline findings\n");
     if findings.is_empty() {
         s.push_str("  none\n");

@@ -11,11 +11,14 @@
 //!   a point is written only when a value changed, so plateaus cost nothing.
 //! - `findings(kind, pid, device, peer, …, first_sample, last_sample)`: one row per finding identity
 //!   with its peak bytes and worst severity.
+//! - `kernel_log(sample, kind, message)`: kernel lines in the recording's window that match
+//!   page-allocation failures, the OOM killer or a GPU driver (`sources::kmsg`).
 //!
 //! Each sample is one transaction, so a recorder killed with SIGKILL loses at most the sample it
 //! was writing; readers see every committed sample.
 
 mod read;
+pub mod run;
 pub mod session;
 mod write;
 
@@ -67,6 +70,7 @@ CREATE TABLE series(id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, device TEXT NO
   region TEXT NOT NULL, class TEXT NOT NULL, UNIQUE(pid, device, region));
 CREATE TABLE points(series INTEGER NOT NULL, sample INTEGER NOT NULL, total INTEGER,
   resident INTEGER, shared INTEGER, PRIMARY KEY(series, sample)) WITHOUT ROWID;
+CREATE TABLE kernel_log(sample INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
 CREATE TABLE findings(kind TEXT NOT NULL, pid INTEGER NOT NULL, device TEXT NOT NULL,
   peer TEXT NOT NULL, severity TEXT NOT NULL, rank INTEGER, bytes_peak INTEGER NOT NULL,
   backing TEXT, source TEXT, message TEXT NOT NULL, first_sample INTEGER NOT NULL,

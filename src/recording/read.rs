@@ -113,6 +113,8 @@ pub struct Recording {
     pub series: Vec<Series>,
     /// Findings.
     pub findings: Vec<RecordedFinding>,
+    /// Kernel log evidence: (sample index, kind, message).
+    pub kernel: Vec<(usize, String, String)>,
 }
 
 impl Recording {
@@ -139,6 +141,11 @@ impl Recording {
             .get(i)
             .map(|s| s.t_ms.saturating_sub(t0) as f64 / 1000.0)
             .unwrap_or(0.0)
+    }
+
+    /// Number of kernel lines of a kind (`page_allocation_failure`, `oom_kill`, `driver`).
+    pub fn kernel_count(&self, kind: &str) -> usize {
+        self.kernel.iter().filter(|k| k.1 == kind).count()
     }
 
     /// The process record of a pid.
@@ -309,6 +316,13 @@ fn read_all(conn: &Connection, meta: BTreeMap<String, String>) -> rusqlite::Resu
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
+    // Tolerate recordings written before the kernel_log table existed.
+    let kernel = match conn.prepare("SELECT sample, kind, message FROM kernel_log ORDER BY rowid") {
+        Ok(mut st) => st
+            .query_map([], |r| Ok((idx(r.get(0)?), r.get(1)?, r.get(2)?)))?
+            .collect::<Result<Vec<_>, _>>()?,
+        Err(_) => Vec::new(),
+    };
     Ok(Recording {
         meta,
         samples,
@@ -316,5 +330,6 @@ fn read_all(conn: &Connection, meta: BTreeMap<String, String>) -> rusqlite::Resu
         devices,
         series,
         findings,
+        kernel,
     })
 }

@@ -225,6 +225,22 @@ impl Recorder {
         Ok(())
     }
 
+    /// Appends kernel log lines, attributed to the latest sample.
+    pub fn add_kernel(
+        &mut self,
+        lines: &[(crate::sources::kmsg::KernelEvent, String)],
+    ) -> Result<(), RecordingError> {
+        for (kind, msg) in lines {
+            self.conn
+                .execute(
+                    "INSERT INTO kernel_log(sample, kind, message) VALUES ((SELECT COALESCE(MAX(id), 0) FROM samples), ?1, ?2)",
+                    params![kind.as_str(), msg],
+                )
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
     /// Records how the job ended.
     pub fn finish(
         &mut self,

@@ -410,7 +410,21 @@ pub fn render(input: &ReportInput) -> String {
         } else {
             out.push_str("not found (record a known-good and a bad run and pass both to `gpuledger report A B`)\n");
         }
-        out.push_str("\n## System logs\n\nnot collected by this gpuledger version (attach `dmesg | grep -E 'i915|xe|drm|gpu'`)\n");
+        out.push_str("\n## System logs\n\n");
+        let lines: Vec<&(usize, String, String)> = input
+            .recordings
+            .iter()
+            .flat_map(|(_, r)| r.kernel.iter())
+            .collect();
+        if lines.is_empty() {
+            out.push_str("No matching kernel lines in the recordings (page-allocation failures, OOM killer, GPU drivers); without a recording: not collected.\n");
+        } else {
+            out.push_str("Kernel lines during the recordings (page-allocation failures, OOM killer, GPU drivers):\n\n```\n");
+            for (_, kind, msg) in lines.iter().take(50) {
+                let _ = writeln!(out, "[{kind}] {msg}");
+            }
+            out.push_str("```\n");
+        }
     }
     let classes: Vec<&str> = l
         .processes

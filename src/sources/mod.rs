@@ -2,6 +2,7 @@
 
 pub mod drm_devices;
 pub mod drm_fdinfo;
+pub mod kmsg;
 pub mod meminfo;
 pub mod nvml;
 pub mod pci_names;

@@ -136,6 +136,23 @@ pub fn diff(a: &Recording, b: &Recording) -> Diff {
         a: Value::Text(exit_text(a)),
         b: Value::Text(exit_text(b)),
     });
+    for (kind, what) in [
+        (
+            "page_allocation_failure",
+            "kernel: page-allocation failures",
+        ),
+        ("oom_kill", "kernel: OOM-killer lines"),
+        ("driver", "kernel: GPU driver lines"),
+    ] {
+        let (x, y) = (a.kernel_count(kind), b.kernel_count(kind));
+        if x + y > 0 {
+            rows.push(Row {
+                what: what.into(),
+                a: Value::Text(x.to_string()),
+                b: Value::Text(y.to_string()),
+            });
+        }
+    }
     let (ea, eb) = (env_of(a), env_of(b));
     let keys: BTreeSet<&String> = ea.keys().chain(eb.keys()).collect();
     for k in keys.into_iter().filter(|k| ea.get(*k) != eb.get(*k)) {

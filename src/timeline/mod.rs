@@ -2,6 +2,7 @@
 
 pub mod diff;
 mod patterns;
+pub mod project;
 mod shapes;
 
 pub use patterns::{analyze, TimelineFinding, TimelineKind};

@@ -1,0 +1,118 @@
+//! `gpuledger project`.
+
+use crate::cli::PeersArg;
+use anyhow::{bail, Context, Result};
+use gpuledger::ledger::Ledger;
+use gpuledger::outputs::text_table::{render, Align};
+use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::timeline::peaks;
+use gpuledger::timeline::project::{peers_per_rank, project, Peers};
+use gpuledger::units::{human_bytes, parse_size_spec, SizeSpec};
+use std::path::Path;
+use std::process::ExitCode;
+
+fn bytes(text: &str, what: &str) -> Result<u64> {
+    match parse_size_spec(text).with_context(|| format!("in {what}"))? {
+        SizeSpec::Bytes(b) => Ok(b),
+        SizeSpec::Percent(_) => bail!("{what} takes a size such as 16GiB"),
+    }
+}
+
+pub fn run(
+    root: Option<&Path>,
+    ranks: u32,
+    from: Option<&Path>,
+    vram: Option<&str>,
+    peers: PeersArg,
+    host_mem: Option<&str>,
+) -> Result<ExitCode> {
+    if !(2..=1024).contains(&ranks) {
+        bail!("--ranks {ranks}: give 2 to 1024");
+    }
+    let peers = match peers {
+        PeersArg::All => Peers::All,
+        PeersArg::Ring => Peers::Ring,
+    };
+    let (mirror, basis) = match (from, vram) {
+        (Some(f), _) => {
+            let rec = gpuledger::recording::open(f).context("project")?;
+            let m = peaks(&rec)
+                .into_iter()
+                .filter(|p| !p.home)
+                .map(|p| p.host)
+                .max()
+                .unwrap_or(0);
+            if m == 0 {
+                bail!(
+                    "{} shows no host-class memory on a peer device: nothing to project",
+                    f.display()
+                );
+            }
+            (m, format!("largest per-peer mirror in {}", f.display()))
+        }
+        (None, Some(v)) => (bytes(v, "--vram-per-rank")?, "--vram-per-rank".to_string()),
+        (None, None) => bail!("project needs --from RECORDING or --vram-per-rank SIZE"),
+    };
+    let (total, in_use, against) = match host_mem {
+        Some(h) => (bytes(h, "--host-mem")?, 0, "--host-mem".to_string()),
+        None => {
+            let mut s = Sampler::new(
+                super::open_root(root)?,
+                Scope::All,
+                SamplerOptions::default(),
+            );
+            let l = Ledger::from_snapshot(&s.sample()?);
+            let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
+                bail!("MemTotal/MemAvailable not readable: pass --host-mem");
+            };
+            (
+                t,
+                t - a,
+                format!(
+                    "this machine ({} total, {} in use now)",
+                    human_bytes(t),
+                    human_bytes(t - a)
+                ),
+            )
+        }
+    };
+    let (rows, first_bad) = project(ranks, peers, mirror, total, in_use);
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.ranks.to_string(),
+                peers_per_rank(r.ranks, peers).to_string(),
+                human_bytes(r.needed),
+                if r.fits {
+                    "fits".into()
+                } else {
+                    "does not fit".into()
+                },
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "Per-peer mirror {} ({basis}), against {against}\n\n",
+        human_bytes(mirror)
+    );
+    out.push_str(&render(
+        "  ",
+        &[
+            ("RANKS", Align::Right),
+            ("PEERS EACH", Align::Right),
+            ("PINNED HOST RAM", Align::Right),
+            ("", Align::Left),
+        ],
+        &table,
+    ));
+    out.push('\n');
+    out.push_str(&match first_bad {
+        Some(n) if n <= ranks => format!("The job stops fitting at {n} ranks: {n} × {} × {} = {} of pinned host RAM, with {} free for it.\n",
+            peers_per_rank(n, peers), human_bytes(mirror), human_bytes(gpuledger::timeline::project::needed(n, peers, mirror)), human_bytes(total.saturating_sub(in_use))),
+        Some(n) => format!("Up to {ranks} ranks fit; the job would stop fitting at {n} ranks.\n"),
+        None => "Every rank count up to 64 fits.\n".into(),
+    });
+    super::print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}

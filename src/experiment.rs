@@ -1,0 +1,203 @@
+//! `experiment`: run a command as given and once per control (an environment change), and say
+//! which control removes the effect. The built-in controls are the ones the seed's maintainers
+//! and reporters ran by hand; debug keys among them are for diagnosis, never for production.
+
+use crate::recording::Recording;
+use crate::timeline::peer_host_by_process;
+use thiserror::Error;
+
+/// One control: a name, what it tests, and the environment it sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Control {
+    /// Name used on the command line.
+    pub name: String,
+    /// What it isolates.
+    pub about: String,
+    /// Variables it sets.
+    pub env: Vec<(String, String)>,
+}
+
+fn c(name: &str, about: &str, env: &[(&str, &str)]) -> Control {
+    Control {
+        name: name.into(),
+        about: about.into(),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+/// The built-in controls.
+pub fn builtin() -> Vec<Control> {
+    vec![
+        c(
+            "single-device",
+            "only the first device visible to each rank",
+            &[
+                ("ZE_AFFINITY_MASK", "0"),
+                ("CUDA_VISIBLE_DEVICES", "0"),
+                ("HIP_VISIBLE_DEVICES", "0"),
+            ],
+        ),
+        c(
+            "no-defer-backing",
+            "compute-runtime's BMG defer-backing off (debug key)",
+            &[("NEOReadDebugKeys", "1"), ("EnableDeferBacking", "0")],
+        ),
+        c(
+            "no-peer-access",
+            "zeDeviceCanAccessPeer forced false (debug key)",
+            &[
+                ("NEOReadDebugKeys", "1"),
+                ("ForceZeDeviceCanAccessPerReturnValue", "0"),
+            ],
+        ),
+        c(
+            "no-usm-pools",
+            "the three USM pools off (debug keys)",
+            &[
+                ("NEOReadDebugKeys", "1"),
+                ("EnableHostUsmAllocationPool", "0"),
+                ("EnableDeviceUsmAllocationPool", "0"),
+                ("EnableUsmAllocationPoolManager", "0"),
+            ],
+        ),
+        c(
+            "nccl-no-p2p",
+            "NCCL peer-to-peer transport off",
+            &[("NCCL_P2P_DISABLE", "1")],
+        ),
+    ]
+}
+
+/// A control that could not be understood.
+#[derive(Debug, Error, PartialEq)]
+#[error("unknown control {0:?}: use a built-in name (--list-controls) or NAME:VAR=VAL,VAR=VAL")]
+pub struct ControlError(pub String);
+
+/// Parses `--controls`: built-in names or `NAME:VAR=VAL,…`.
+pub fn parse_controls(list: &[String]) -> Result<Vec<Control>, ControlError> {
+    let known = builtin();
+    list.iter()
+        .map(|item| {
+            if let Some(k) = known.iter().find(|k| k.name == *item) {
+                return Ok(k.clone());
+            }
+            let (name, assigns) = item
+                .split_once(':')
+                .ok_or_else(|| ControlError(item.clone()))?;
+            let env = assigns
+                .split(',')
+                .map(|a| {
+                    a.split_once('=')
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                })
+                .collect::<Option<Vec<_>>>()
+                .filter(|e| !e.is_empty() && !name.is_empty())
+                .ok_or_else(|| ControlError(item.clone()))?;
+            Ok(Control {
+                name: name.into(),
+                about: "user-defined".into(),
+                env,
+            })
+        })
+        .collect()
+}
+
+/// The measures compared across runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Measures {
+    /// Configuration name (`as given` or the control).
+    pub name: String,
+    /// Largest peer-fd host-class bytes of any rank.
+    pub peer_host: u64,
+    /// Driver-held host memory peak (GPUActive, else unaccounted).
+    pub driver_held: Option<u64>,
+    /// MemAvailable low point.
+    pub mem_available_low: Option<u64>,
+    /// Seconds.
+    pub duration_s: f64,
+    /// `exit N`, `signal N` or `not recorded`.
+    pub end: String,
+    /// Whether a pinned peer_mirror finding was recorded.
+    pub pinned_mirror: bool,
+}
+
+fn median(mut v: Vec<u64>) -> Option<u64> {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
+
+/// Measures of a configuration's runs (medians over repeats).
+pub fn measure(name: &str, runs: &[Recording]) -> Measures {
+    let each = |f: &dyn Fn(&Recording) -> Option<u64>| median(runs.iter().filter_map(f).collect());
+    let last = runs.last();
+    Measures {
+        name: name.into(),
+        peer_host: each(&|r| peer_host_by_process(r).into_iter().map(|x| x.2).max()).unwrap_or(0),
+        driver_held: each(&|r| r.samples.iter().filter_map(|s| s.driver_held()).max()),
+        mem_available_low: each(&|r| r.samples.iter().filter_map(|s| s.mem_available).min()),
+        duration_s: last.map(|r| r.duration_s()).unwrap_or(0.0),
+        end: last
+            .and_then(|r| {
+                r.meta
+                    .get("exit_code")
+                    .map(|c| format!("exit {c}"))
+                    .or_else(|| r.meta.get("signal").map(|s| format!("signal {s}")))
+            })
+            .unwrap_or_else(|| "not recorded".into()),
+        pinned_mirror: runs.iter().any(|r| {
+            r.findings
+                .iter()
+                .any(|f| f.kind == "peer_mirror" && f.backing.as_deref() == Some("pinned"))
+        }),
+    }
+}
+
+/// One line naming the control(s) that remove the effect seen as given.
+pub fn verdict(base: &Measures, controls: &[Measures]) -> String {
+    let held = |m: &Measures| m.driver_held.unwrap_or(0);
+    if !base.pinned_mirror {
+        return "The run as given shows no pinned peer mirror: there is no effect for a control to remove.".into();
+    }
+    let removes: Vec<&Measures> = controls
+        .iter()
+        .filter(|m| !m.pinned_mirror && held(m) * 2 < held(base))
+        .collect();
+    if removes.is_empty() {
+        return "No control removes the effect: every run still pins peer mirrors.".into();
+    }
+    let names: Vec<String> = removes
+        .iter()
+        .map(|m| {
+            format!(
+                "{} (driver-held {} → {})",
+                m.name,
+                crate::units::human_bytes(held(base)),
+                crate::units::human_bytes(held(m))
+            )
+        })
+        .collect();
+    format!(
+        "Removes the effect: {}. Debug keys are for diagnosis only, not for production.",
+        names.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_builtin_and_user_controls() {
+        let c = parse_controls(&["no-defer-backing".into(), "mine:FOO=1,BAR=2".into()]).unwrap();
+        assert_eq!(c[0].env[1], ("EnableDeferBacking".into(), "0".into()));
+        assert_eq!(
+            c[1].env,
+            vec![("FOO".into(), "1".into()), ("BAR".into(), "2".into())]
+        );
+        assert!(parse_controls(&["nope".into()]).is_err());
+        assert!(parse_controls(&["x:".into()]).is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! A whole recording run: start or attach, sample every interval, collect kernel evidence,
+//! finish. Used by `record` and `experiment`.
+
+use super::session::{step, StepError};
+use super::{Recorder, RecordingError, RecordingMeta};
+use crate::findings::{Finding, Thresholds};
+use crate::job::{Job, JobEnd};
+use crate::ledger::{Ledger, MemClass};
+use crate::root::Root;
+use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
+use crate::sources::kmsg::{self, Kmsg};
+use crate::sources::meminfo::read_version;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use thiserror::Error;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Start this command with these extra environment variables.
+    Command {
+        /// argv.
+        argv: Vec<String>,
+        /// Extra environment.
+        env: Vec<(String, String)>,
+    },
+    /// Attach to these pids and their descendants.
+    Pids(Vec<u32>),
+    /// Every process.
+    All,
+}
+
+/// How to record.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Sampling interval.
+    pub interval: Duration,
+    /// Stop after this long (attach modes).
+    pub duration: Option<Duration>,
+    /// Finding thresholds.
+    pub thresholds: Thresholds,
+}
+
+/// Running peaks, for progress lines.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// Samples written.
+    pub samples: u64,
+    /// Peak host-class resident total.
+    pub peak_host: u64,
+    /// Peak device-local resident total.
+    pub peak_local: u64,
+    /// Most findings seen in one sample.
+    pub findings: usize,
+    /// Time since the start.
+    pub elapsed: Duration,
+}
+
+impl Progress {
+    fn update(&mut self, l: &Ledger, f: &[Finding]) {
+        let sum = |c| {
+            l.processes
+                .iter()
+                .flat_map(|p| p.usage.iter())
+                .filter(|u| u.class == c)
+                .filter_map(|u| u.resident)
+                .sum::<u64>()
+        };
+        self.peak_host = self.peak_host.max(sum(MemClass::Host));
+        self.peak_local = self.peak_local.max(sum(MemClass::Device));
+        self.findings = self.findings.max(f.len());
+    }
+}
+
+/// How a run went.
+#[derive(Debug)]
+pub struct RunEnd {
+    /// The command's end (None in attach modes or when stopped).
+    pub job: Option<JobEnd>,
+    /// Set when writing failed mid-run; the file is intact up to the last sample.
+    pub write_error: Option<RecordingError>,
+}
+
+/// A run that could not start.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// The command could not be started.
+    #[error("cannot start the command: {0}")]
+    Spawn(std::io::Error),
+    /// The recording could not be created or finished.
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+    /// Waiting for the job failed.
+    #[error("waiting for the command: {0}")]
+    Wait(std::io::Error),
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Records `target` into a new file `out`. `stop` ends an attach run early; `tick` sees progress.
+pub fn record(
+    root: Root,
+    target: &Target,
+    out: &Path,
+    opts: &RunOptions,
+    stop: &AtomicBool,
+    mut tick: impl FnMut(&Progress),
+) -> Result<RunEnd, RunError> {
+    let live = root.is_live();
+    let mut job = match target {
+        Target::Command { argv, env } => Some(Job::spawn_env(argv, env).map_err(RunError::Spawn)?),
+        _ => None,
+    };
+    let scope = match (target, &job, live) {
+        (_, Some(j), true) => Scope::Tree([j.pid()].into()),
+        (Target::Pids(p), _, _) => Scope::Tree(p.iter().copied().collect()),
+        _ => Scope::All,
+    };
+    let command = match target {
+        Target::Command { argv, .. } => argv.clone(),
+        Target::Pids(p) => p.iter().map(|p| format!("--pid {p}")).collect(),
+        Target::All => vec!["--all".into()],
+    };
+    let started_ms = now_ms();
+    let meta = RecordingMeta {
+        command,
+        root: root.label().to_string(),
+        interval_ms: opts.interval.as_millis() as u64,
+        started_ms,
+        kernel: read_version(&root).ok(),
+    };
+    let mut recorder = Recorder::create(out, &meta)?;
+    if let Target::Command { env, .. } = target {
+        if !env.is_empty() {
+            let e: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            recorder.set_meta("extra_env", &e.join(" "))?;
+        }
+    }
+    let mut kmsg = if live { Kmsg::open_at_end() } else { None };
+    let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
+    let start = Instant::now();
+    let mut progress = Progress::default();
+    let mut write_error: Option<RecordingError> = None;
+    let end = loop {
+        let t0 = Instant::now();
+        let ended = match job.as_mut() {
+            Some(j) => j.try_wait().map_err(RunError::Wait)?,
+            None => None,
+        };
+        if write_error.is_none() {
+            match step(&mut sampler, &mut recorder, &opts.thresholds, None) {
+                Ok((ledger, found)) => {
+                    progress.samples = recorder.samples();
+                    progress.update(&ledger, &found);
+                }
+                // A simulated tree that the command has not written yet.
+                Err(StepError::Sample(SampleError::NoProc { .. })) if !live => {}
+                Err(StepError::Sample(_)) => {}
+                Err(StepError::Write(e)) => write_error = Some(e),
+            }
+            if let (Some(k), None) = (kmsg.as_mut(), &write_error) {
+                if let Err(e) = recorder.add_kernel(&k.read_new()) {
+                    write_error = Some(e);
+                }
+            }
+        }
+        progress.elapsed = start.elapsed();
+        tick(&progress);
+        if let Some(e) = ended {
+            break Some(e);
+        }
+        let timed_out = job.is_none() && opts.duration.is_some_and(|d| start.elapsed() >= d);
+        if stop.load(Ordering::SeqCst) || timed_out {
+            break None;
+        }
+        if write_error.is_some() {
+            match job.as_mut() {
+                Some(j) => break Some(j.wait().map_err(RunError::Wait)?),
+                None => break None,
+            }
+        }
+        std::thread::sleep(opts.interval.saturating_sub(t0.elapsed()));
+    };
+    if write_error.is_none() {
+        if kmsg.is_none() && live {
+            recorder.add_kernel(&kmsg::journal_since(started_ms / 1000))?;
+        }
+        recorder.finish(
+            now_ms(),
+            end.and_then(|e| e.code),
+            end.and_then(|e| e.signal),
+        )?;
+    }
+    Ok(RunEnd {
+        job: end,
+        write_error,
+    })
+}
