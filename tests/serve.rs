@@ -337,3 +337,47 @@ fn prometheus_scrapes_a_live_simulation() {
         "Prometheus saw rank 0's peer-fd GTT reach the full mirror"
     );
 }
+
+#[test]
+fn malformed_requests_and_slow_clients_do_not_stop_it() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let s = start(&fixture("seed-2605"), "1s");
+    let addr = s.base.trim_start_matches("http://").to_string();
+    for junk in [
+        &b"\x00\xff\xfe garbage\r\n\r\n"[..],
+        b"GET /metrics HTTP/9.9\r\n\r\n",
+        b"GET /metrics\r\nHost: x\r\n\r\n",
+        &[b'A'; 70_000][..],
+    ] {
+        let mut c = TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(junk);
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+    }
+    // Slowloris: many connections that send half a request and then nothing.
+    let before = rss_kb(s.child.id());
+    let slow: Vec<TcpStream> = (0..300)
+        .filter_map(|_| {
+            let mut c = TcpStream::connect(&addr).ok()?;
+            c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+                .ok()?;
+            Some(c)
+        })
+        .collect();
+    assert!(slow.len() >= 250);
+    let t = Instant::now();
+    assert!(get(&format!("{}/metrics", s.base)).ends_with("# EOF\n"));
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "answers others while slow clients hang"
+    );
+    let after = rss_kb(s.child.id());
+    drop(slow);
+    assert_eq!(get(&format!("{}/healthz", s.base)), "ok\n");
+    assert!(
+        after < before + 30 * 1024,
+        "RSS {before} kB -> {after} kB with 300 slow clients"
+    );
+}

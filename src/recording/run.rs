@@ -113,15 +113,6 @@ pub fn record(
     mut tick: impl FnMut(&Progress),
 ) -> Result<RunEnd, RunError> {
     let live = root.is_live();
-    let mut job = match target {
-        Target::Command { argv, env } => Some(Job::spawn_env(argv, env).map_err(RunError::Spawn)?),
-        _ => None,
-    };
-    let scope = match (target, &job, live) {
-        (_, Some(j), true) => Scope::Tree([j.pid()].into()),
-        (Target::Pids(p), _, _) => Scope::Tree(p.iter().copied().collect()),
-        _ => Scope::All,
-    };
     let command = match target {
         Target::Command { argv, .. } => argv.clone(),
         Target::Pids(p) => p.iter().map(|p| format!("--pid {p}")).collect(),
@@ -142,6 +133,16 @@ pub fn record(
             recorder.set_meta("extra_env", &e.join(" "))?;
         }
     }
+    // The file exists before the command starts, so a bad -o never leaves an unrecorded job.
+    let mut job = match target {
+        Target::Command { argv, env } => Some(Job::spawn_env(argv, env).map_err(RunError::Spawn)?),
+        _ => None,
+    };
+    let scope = match (target, &job, live) {
+        (_, Some(j), true) => Scope::Tree([j.pid()].into()),
+        (Target::Pids(p), _, _) => Scope::Tree(p.iter().copied().collect()),
+        _ => Scope::All,
+    };
     let mut kmsg = if live { Kmsg::open_at_end() } else { None };
     let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
     let start = Instant::now();
@@ -188,14 +189,17 @@ pub fn record(
         std::thread::sleep(opts.interval.saturating_sub(t0.elapsed()));
     };
     if write_error.is_none() {
-        if kmsg.is_none() && live {
-            recorder.add_kernel(&kmsg::journal_since(started_ms / 1000))?;
-        }
-        recorder.finish(
-            now_ms(),
-            end.and_then(|e| e.code),
-            end.and_then(|e| e.signal),
-        )?;
+        let mut finish = || -> Result<(), RecordingError> {
+            if kmsg.is_none() && live {
+                recorder.add_kernel(&kmsg::journal_since(started_ms / 1000))?;
+            }
+            recorder.finish(
+                now_ms(),
+                end.and_then(|e| e.code),
+                end.and_then(|e| e.signal),
+            )
+        };
+        write_error = finish().err();
     }
     Ok(RunEnd {
         job: end,
