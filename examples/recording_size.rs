@@ -77,6 +77,8 @@ fn main() {
                 shared_with_others: vec![],
                 has_nvidia_fds: false,
                 has_kfd_fd: false,
+                cgroup: None,
+                labels: Default::default(),
             });
         }
         let found = analyze(&ledger, &t);

@@ -15,6 +15,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR|FILE")]
     pub root: Option<PathBuf>,
 
+    /// Read /proc from PATH (the host's /proc mounted inside a container, e.g. /host/proc).
+    #[arg(long = "proc", global = true, value_name = "PATH")]
+    pub proc_dir: Option<PathBuf>,
+
     /// Set a finding threshold, e.g. --threshold peer.min_bytes=512MiB (see --explain).
     #[arg(long = "threshold", global = true, value_name = "NAME=VALUE")]
     pub thresholds: Vec<String>,

@@ -33,6 +33,18 @@ pub enum Trip {
         /// The floor.
         floor: u64,
     },
+    /// The job's memory cgroup is closer to its `memory.max` than the floor (the floor is then
+    /// resolved against `memory.max`).
+    CgroupHeadroom {
+        /// The cgroup.
+        path: String,
+        /// memory.current.
+        current: u64,
+        /// memory.max.
+        max: u64,
+        /// The headroom floor.
+        floor: u64,
+    },
     /// Driver-held host memory passed the ceiling.
     DriverHeld {
         /// Driver-held bytes.
@@ -53,6 +65,17 @@ impl Trip {
                 human_bytes(*available),
                 human_bytes(*floor)
             ),
+            Trip::CgroupHeadroom {
+                path,
+                current,
+                max,
+                floor,
+            } => format!(
+                "the job's cgroup {path} uses {} of its memory.max {} (less than {} left)",
+                human_bytes(*current),
+                human_bytes(*max),
+                human_bytes(*floor)
+            ),
             Trip::DriverHeld { held, max, source } => format!(
                 "driver-held host memory {} ({source}) is above the ceiling {}",
                 human_bytes(*held),
@@ -62,8 +85,25 @@ impl Trip {
     }
 }
 
-/// Checks a ledger against the policy.
-pub fn check(policy: &Policy, ledger: &Ledger) -> Option<Trip> {
+/// Checks a ledger (and the job's memory cgroup, when it has a limit) against the policy.
+pub fn check(
+    policy: &Policy,
+    ledger: &Ledger,
+    cgroup: Option<&crate::sources::cgroup::CgroupInfo>,
+) -> Option<Trip> {
+    if let Some((c, current, max)) =
+        cgroup.and_then(|c| Some((c, c.memory_current?, c.memory_max?)))
+    {
+        let floor = policy.min_available.resolve(max);
+        if max.saturating_sub(current) < floor {
+            return Some(Trip::CgroupHeadroom {
+                path: c.path.clone(),
+                current,
+                max,
+                floor,
+            });
+        }
+    }
     let h = &ledger.host;
     if let (Some(total), Some(available)) = (h.mem_total, h.mem_available) {
         let floor = policy.min_available.resolve(total);
@@ -178,18 +218,45 @@ mod tests {
             min_available: SizeSpec::Percent(10.0),
             max_driver_held: Some(8 << 30),
         };
-        assert_eq!(check(&p, &ledger(100 << 30, 50 << 30, Some(1 << 30))), None);
         assert_eq!(
-            check(&p, &ledger(100 << 30, 9 << 30, None)),
+            check(&p, &ledger(100 << 30, 50 << 30, Some(1 << 30)), None),
+            None
+        );
+        assert_eq!(
+            check(&p, &ledger(100 << 30, 9 << 30, None), None),
             Some(Trip::LowAvailable {
                 available: 9 << 30,
                 floor: 10 << 30
             })
         );
         assert!(matches!(
-            check(&p, &ledger(100 << 30, 50 << 30, Some(9 << 30))),
+            check(&p, &ledger(100 << 30, 50 << 30, Some(9 << 30)), None),
             Some(Trip::DriverHeld { .. })
         ));
+    }
+
+    #[test]
+    fn cgroup_limit_is_the_floor_reference() {
+        let p = Policy {
+            min_available: SizeSpec::Percent(10.0),
+            max_driver_held: None,
+        };
+        let cg = crate::sources::cgroup::CgroupInfo {
+            path: "/slurm/job_7".into(),
+            memory_current: Some(95 << 30),
+            memory_max: Some(100 << 30),
+            ..Default::default()
+        };
+        let trip = check(&p, &ledger(1 << 40, 1 << 39, None), Some(&cg));
+        assert!(matches!(trip, Some(Trip::CgroupHeadroom { floor, .. }) if floor == 10 << 30));
+        let roomy = crate::sources::cgroup::CgroupInfo {
+            memory_current: Some(10 << 30),
+            ..cg
+        };
+        assert_eq!(
+            check(&p, &ledger(1 << 40, 1 << 39, None), Some(&roomy)),
+            None
+        );
     }
 
     #[test]

@@ -150,6 +150,12 @@ pub struct ProcessRow {
     pub has_nvidia_fds: bool,
     /// Whether it holds /dev/kfd.
     pub has_kfd_fd: bool,
+    /// cgroup path.
+    #[serde(default)]
+    pub cgroup: Option<String>,
+    /// Pod, container and Slurm job labels.
+    #[serde(default)]
+    pub labels: crate::sources::cgroup::JobLabels,
 }
 
 impl ProcessRow {
@@ -193,6 +199,12 @@ pub struct Ledger {
     pub clients: Vec<Client>,
     /// Scan counts.
     pub stats: ScanStats,
+    /// The GPU processes' cgroups (memory and dmem).
+    #[serde(default)]
+    pub cgroups: Vec<crate::sources::cgroup::CgroupInfo>,
+    /// `dmem.capacity` of the root cgroup.
+    #[serde(default)]
+    pub dmem_capacity: BTreeMap<String, u64>,
 }
 
 impl Ledger {
@@ -206,6 +218,7 @@ impl Ledger {
                 let owned: Vec<&Client> = clients.iter().filter(|c| c.owner == p.pid).collect();
                 let mut usage = sum_usage(&owned);
                 usage.extend(nvidia_usage(s, p));
+                usage.extend(kfd_usage(p, &usage));
                 let shared_with_others = clients
                     .iter()
                     .filter(|c| c.owner != p.pid && c.holders.iter().any(|h| h.0 == p.pid))
@@ -251,9 +264,21 @@ impl Ledger {
                         .other_gpu_fds
                         .iter()
                         .any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Kfd),
+                    cgroup: p.cgroup.clone(),
+                    labels: crate::sources::cgroup::labels(
+                        p.cgroup.as_deref().unwrap_or(""),
+                        p.env.get("SLURM_JOB_ID").map(String::as_str),
+                    ),
                 }
             })
             .collect();
+        // Opening /dev/kfd alone (ROCm runtime start-up) is no GPU use.
+        processes.retain(|p| {
+            !(p.has_kfd_fd
+                && p.usage.is_empty()
+                && !p.has_nvidia_fds
+                && p.shared_with_others.is_empty())
+        });
         processes.sort_by_key(|p| (p.rank.is_none(), p.rank, p.pid));
         Ledger {
             time_ms: s.time_ms,
@@ -263,6 +288,8 @@ impl Ledger {
             processes,
             clients,
             stats: s.stats.clone(),
+            cgroups: s.cgroups.clone(),
+            dmem_capacity: s.dmem_capacity.clone(),
         }
     }
 
@@ -273,6 +300,17 @@ impl Ledger {
             .flat_map(|c| c.regions.iter())
             .filter(|(name, _)| classify(name) == MemClass::Host)
             .filter_map(|(_, r)| r.resident_bytes())
+            .sum()
+    }
+
+    /// Host-class resident bytes of the processes in cgroup `path`.
+    pub fn cgroup_host_class(&self, path: &str) -> u64 {
+        self.processes
+            .iter()
+            .filter(|p| p.cgroup.as_deref() == Some(path))
+            .flat_map(|p| p.usage.iter())
+            .filter(|u| u.class == MemClass::Host)
+            .filter_map(|u| u.resident)
             .sum()
     }
 
@@ -391,6 +429,34 @@ fn nvidia_usage(s: &Snapshot, p: &crate::snapshot::ProcessSample) -> Vec<Usage> 
         out.push(usage(&first, "pinned-shmem", MemClass::Host, Some(pinned)));
     }
     out
+}
+
+/// KFD (ROCm compute) VRAM as region `kfd-vram`: only what exceeds the device-local bytes the
+/// process's DRM clients already show on that device. Kernels where KFD shares the render node's
+/// VM count KFD buffers in fdinfo too, older ones do not; taking the larger of the two per device
+/// never counts a buffer twice and never drops one.
+fn kfd_usage(p: &crate::snapshot::ProcessSample, usage: &[Usage]) -> Vec<Usage> {
+    p.kfd_vram
+        .iter()
+        .filter_map(|(dev, bytes)| {
+            let drm: u64 = usage
+                .iter()
+                .filter(|u| u.device == *dev && u.class == MemClass::Device)
+                .filter_map(|u| u.resident)
+                .sum();
+            let extra = bytes.saturating_sub(drm);
+            (extra > 0).then(|| Usage {
+                device: dev.clone(),
+                region: "kfd-vram".into(),
+                class: MemClass::Device,
+                total: Some(extra),
+                resident: Some(extra),
+                shared: None,
+                purgeable: None,
+                active: None,
+            })
+        })
+        .collect()
 }
 
 fn home_device(usage: &[Usage]) -> Option<String> {

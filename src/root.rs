@@ -47,6 +47,8 @@ pub struct Root {
     base: PathBuf,
     live: bool,
     label: String,
+    /// Where `proc/` lives when it is not `<base>/proc` (the host's /proc mounted in a container).
+    proc_dir: Option<PathBuf>,
     _extracted: Option<tempfile::TempDir>,
 }
 
@@ -57,6 +59,7 @@ impl Root {
             base: PathBuf::from("/"),
             live: true,
             label: "/".into(),
+            proc_dir: None,
             _extracted: None,
         }
     }
@@ -80,6 +83,7 @@ impl Root {
                 base,
                 live: false,
                 label,
+                proc_dir: None,
                 _extracted: None,
             });
         }
@@ -94,8 +98,16 @@ impl Root {
             base,
             live: false,
             label,
+            proc_dir: None,
             _extracted: Some(dir),
         })
+    }
+
+    /// Reads `proc/…` from `dir` instead (`--proc`: the host's /proc mounted inside a container).
+    pub fn with_proc(mut self, dir: &Path) -> Root {
+        self.label = format!("{} (proc: {})", self.label, dir.display());
+        self.proc_dir = Some(dir.to_path_buf());
+        self
     }
 
     /// Whether this is the running machine (pids can be signalled, devices stat'ed).
@@ -111,8 +123,12 @@ impl Root {
     /// The real path of `rel` (e.g. `proc/meminfo`) with every symlink resolved inside the root;
     /// the last component is followed when `follow_last` is set.
     pub fn resolve(&self, rel: &Path, follow_last: bool) -> io::Result<PathBuf> {
+        let rel = strip_root(rel);
+        if let (Some(dir), Ok(rest)) = (&self.proc_dir, rel.strip_prefix("proc")) {
+            return Ok(dir.join(rest));
+        }
         if self.live {
-            return Ok(self.base.join(strip_root(rel)));
+            return Ok(self.base.join(rel));
         }
         let mut pending: VecDeque<OsString> = components(rel).collect();
         let mut done: Vec<OsString> = Vec::new();

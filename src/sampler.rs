@@ -10,8 +10,10 @@
 
 use crate::root::Root;
 use crate::snapshot::{DrmFd, ProcessSample, ScanStats, Snapshot};
+use crate::sources::cgroup;
 use crate::sources::drm_devices::{scan_devices, DeviceInfo};
 use crate::sources::drm_fdinfo::FdInfo;
+use crate::sources::kfd;
 use crate::sources::meminfo::{
     is_gpu_vmstat_key, parse_meminfo, parse_vmstat, read_meminfo, read_vmstat,
 };
@@ -188,6 +190,7 @@ impl Sampler {
             }
         }
         let in_scope = self.in_scope(&pids);
+        let kfd_topology = kfd::topology(&self.root);
         let asleep: BTreeSet<String> = self
             .devices
             .iter()
@@ -203,7 +206,7 @@ impl Sampler {
 
         let mut processes = Vec::new();
         for pid in in_scope {
-            match self.sample_process(pid, now, &asleep, &mut stats) {
+            match self.sample_process(pid, now, &asleep, &kfd_topology, &mut stats) {
                 Ok(Some(p)) => processes.push(p),
                 Ok(None) => {}
                 Err(e) if e.kind() == io::ErrorKind::PermissionDenied => stats.unreadable += 1,
@@ -223,6 +226,15 @@ impl Sampler {
             meminfo,
             vmstat,
             devices: self.devices.clone(),
+            cgroups: {
+                let paths: BTreeSet<&String> =
+                    processes.iter().filter_map(|p| p.cgroup.as_ref()).collect();
+                paths
+                    .into_iter()
+                    .map(|p| cgroup::read_cgroup(&self.root, p))
+                    .collect()
+            },
+            dmem_capacity: cgroup::read_dmem_capacity(&self.root),
             processes,
             nvml: nv,
             stats,
@@ -304,6 +316,7 @@ impl Sampler {
         pid: u32,
         now: Instant,
         asleep: &BTreeSet<String>,
+        kfd_topology: &BTreeMap<String, String>,
         stats: &mut ScanStats,
     ) -> io::Result<Option<ProcessSample>> {
         let live = self.root.is_live();
@@ -383,6 +396,11 @@ impl Sampler {
         } else {
             None
         };
+        p.kfd_vram = if other.iter().any(|g| g.kind == GpuFdKind::Kfd) {
+            kfd::process_vram(root, pid, kfd_topology)
+        } else {
+            Vec::new()
+        };
         p.other_gpu_fds = other;
         Ok(Some(p))
     }
@@ -400,6 +418,8 @@ fn read_meta(root: &Root, pid: u32) -> io::Result<ProcessSample> {
         drm: Vec::new(),
         other_gpu_fds: Vec::new(),
         pinned_shmem: None,
+        cgroup: cgroup::read_proc_cgroup(root, pid),
+        kfd_vram: Vec::new(),
     })
 }
 

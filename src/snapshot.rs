@@ -26,6 +26,12 @@ pub struct Snapshot {
     /// NVIDIA GPUs and their processes, from NVML (empty where NVML is absent).
     #[serde(default)]
     pub nvml: Vec<crate::sources::nvml::NvGpu>,
+    /// The cgroups of the GPU processes.
+    #[serde(default)]
+    pub cgroups: Vec<crate::sources::cgroup::CgroupInfo>,
+    /// The root cgroup's `dmem.capacity` by region.
+    #[serde(default)]
+    pub dmem_capacity: BTreeMap<String, u64>,
     /// What the scan could and could not read.
     pub stats: ScanStats,
 }
@@ -52,6 +58,12 @@ pub struct ProcessSample {
     /// Resident `/dev/zero` shared mappings (CUDA pinned host memory), for NVIDIA fd holders.
     #[serde(default)]
     pub pinned_shmem: Option<u64>,
+    /// cgroup path (v2, else the v1 memory controller's).
+    #[serde(default)]
+    pub cgroup: Option<String>,
+    /// KFD (ROCm compute) VRAM per PCI slot, for /dev/kfd holders.
+    #[serde(default)]
+    pub kfd_vram: Vec<(String, u64)>,
 }
 
 /// A DRM fd and what its fdinfo said.

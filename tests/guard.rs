@@ -123,22 +123,40 @@ fn action_none_only_warns_and_passes_the_exit_status() {
 
 #[test]
 fn sigkill_after_grace_when_sigterm_is_ignored() {
-    let out = run(&[
-        "--root",
-        &seed(),
-        "guard",
-        "--min-available",
-        "50%",
-        "--grace",
-        "500ms",
-        "--interval",
-        "100ms",
-        "--json",
-        "--",
-        "sh",
-        "-c",
-        "trap '' TERM; sleep 30 & wait; sleep 30",
-    ]);
+    // A root whose memory falls only after the job has set its trap (no race with the first sample).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    let meminfo = |avail_gib: u64| {
+        format!(
+            "MemTotal: {} kB\nMemAvailable: {} kB\n",
+            64 << 20,
+            avail_gib << 20
+        )
+    };
+    std::fs::write(root.join("proc/meminfo"), meminfo(60)).unwrap();
+    let child = bin()
+        .args([
+            "--root",
+            root.to_str().unwrap(),
+            "guard",
+            "--min-available",
+            "50%",
+            "--grace",
+            "500ms",
+            "--interval",
+            "100ms",
+            "--json",
+            "--",
+        ])
+        .args(["sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    std::fs::write(root.join("proc/meminfo"), meminfo(10)).unwrap();
+    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4));
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()

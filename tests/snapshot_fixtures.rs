@@ -4,7 +4,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-const FIXTURES: [&str; 8] = [
+const FIXTURES: [&str; 10] = [
     "seed-2605",
     "seed-2622",
     "seed-mainline",
@@ -13,6 +13,8 @@ const FIXTURES: [&str; 8] = [
     "i915",
     "panfrost",
     "shared-client",
+    "k8s-slurm-dmem",
+    "rocm-kfd",
 ];
 
 #[test]

@@ -116,7 +116,13 @@ pub fn run(root: Option<&std::path::Path>, args: &GuardArgs, t: &Thresholds) -> 
                 target.add(p.pid);
             }
         }
-        match (check(&policy, &ledger), acted) {
+        let cg = if live {
+            gpuledger::sources::cgroup::read_proc_cgroup(sampler.root(), roots[0])
+                .map(|p| gpuledger::sources::cgroup::read_cgroup(sampler.root(), &p))
+        } else {
+            None
+        };
+        match (check(&policy, &ledger, cg.as_ref()), acted) {
             (Some(trip), None) => {
                 let findings: Vec<String> = analyze(&ledger, t)
                     .into_iter()
@@ -182,7 +188,7 @@ pub fn run(root: Option<&std::path::Path>, args: &GuardArgs, t: &Thresholds) -> 
                     "gpuledger guard: the job outlived --grace {}; sent SIGKILL to {pids:?}",
                     args.grace
                 );
-                if let Some(trip) = check(&policy, &ledger) {
+                if let Some(trip) = check(&policy, &ledger, cg.as_ref()) {
                     event(args.json, "kill", &trip, &ledger, &pids, &[]);
                 }
             }

@@ -23,6 +23,7 @@ use std::process::ExitCode;
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let thresholds = thresholds(&cli.thresholds)?;
+    let _ = PROC_DIR.set(cli.proc_dir.clone());
     match cli.command {
         None => snapshot::run(cli.root.as_deref(), &cli.snapshot, &thresholds),
         Some(Command::Capture { output, pids }) => capture::run(cli.root.as_deref(), &output, pids),
@@ -133,11 +134,23 @@ fn thresholds(assignments: &[String]) -> Result<Thresholds> {
 
 /// Opens `--root`, or the live machine.
 pub fn open_root(path: Option<&std::path::Path>) -> Result<Root> {
-    match path {
-        None => Ok(Root::live()),
-        Some(p) => Root::open(p).context("in --root"),
-    }
+    let root = match path {
+        None => Root::live(),
+        Some(p) => Root::open(p).context("in --root")?,
+    };
+    Ok(match PROC_DIR.get().and_then(|p| p.as_deref()) {
+        Some(dir) => {
+            if !dir.join("self").exists() && !dir.join("1").exists() {
+                anyhow::bail!("--proc {}: no procfs there (expected PATH/1 or PATH/self); mount the host's /proc, e.g. -v /proc:/host/proc:ro", dir.display());
+            }
+            root.with_proc(dir)
+        }
+        None => root,
+    })
 }
+
+/// `--proc`, set once from the command line.
+static PROC_DIR: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
 
 /// Writes to stdout; a closed pipe ends quietly (main treats BrokenPipe as success).
 pub fn print(text: &str) -> Result<()> {

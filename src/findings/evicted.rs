@@ -8,6 +8,36 @@ use crate::ledger::Ledger;
 use crate::units::human_bytes;
 use std::collections::BTreeMap;
 
+/// Per-process device-local sums above the device's own `mem_info_vram_used` (+5 %, +16 MiB).
+pub(super) fn over_reported(ledger: &Ledger) -> Vec<Finding> {
+    ledger
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let used = d.vram_used?;
+            let sum: u64 = ledger.processes.iter().map(|p| p.resident(&d.id, crate::ledger::MemClass::Device)).sum();
+            (sum as f64 > used as f64 * 1.05 + (16u64 << 20) as f64).then(|| Finding {
+                kind: Kind::OverReported,
+                severity: Severity::Warning,
+                message: format!(
+                    "per-process VRAM on {} sums to {} but the device reports {} in use: some buffers are counted under several processes or the per-process numbers are off; trust the device total; see --explain over_reported",
+                    d.id,
+                    human_bytes(sum),
+                    human_bytes(used)
+                ),
+                pid: None,
+                rank: None,
+                device: Some(d.id.clone()),
+                peer: None,
+                bytes: sum,
+                ratio: Some(sum as f64 / used.max(1) as f64),
+                backing: None,
+                source: Some("mem_info_vram_used".into()),
+            })
+        })
+        .collect()
+}
+
 pub(super) fn find(ledger: &Ledger) -> Vec<Finding> {
     let mut by: BTreeMap<(u32, &str), u64> = BTreeMap::new();
     for c in ledger

@@ -58,15 +58,18 @@ pub enum Kind {
     HostPressure,
     /// Device-local memory evicted to host RAM on the process's own device.
     EvictedToHost,
+    /// Per-process VRAM sums exceed what the device reports in use.
+    OverReported,
 }
 
 impl Kind {
     /// All kinds, for `--explain` and docs.
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 5] = [
         Kind::PeerMirror,
         Kind::DriverHeldHost,
         Kind::HostPressure,
         Kind::EvictedToHost,
+        Kind::OverReported,
     ];
 
     /// snake_case name.
@@ -76,6 +79,7 @@ impl Kind {
             Kind::DriverHeldHost => "driver_held_host",
             Kind::HostPressure => "host_pressure",
             Kind::EvictedToHost => "evicted_to_host",
+            Kind::OverReported => "over_reported",
         }
     }
 
@@ -91,6 +95,7 @@ impl Kind {
             Kind::DriverHeldHost => include_str!("explain/driver_held_host.txt"),
             Kind::HostPressure => include_str!("explain/host_pressure.txt"),
             Kind::EvictedToHost => include_str!("explain/evicted_to_host.txt"),
+            Kind::OverReported => include_str!("explain/over_reported.txt"),
         }
     }
 }
@@ -128,6 +133,7 @@ pub fn analyze(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     out.extend(host::driver_held(ledger, t));
     out.extend(host::pressure(ledger, t));
     out.extend(evicted::find(ledger));
+    out.extend(evicted::over_reported(ledger));
     out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.kind.cmp(&b.kind)));
     out
 }

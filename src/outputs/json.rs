@@ -20,6 +20,8 @@ struct Doc<'a> {
     processes: Vec<Process<'a>>,
     clients: Vec<Client<'a>>,
     findings: &'a [Finding],
+    cgroups: Vec<Cgroup<'a>>,
+    dmem_capacity: &'a std::collections::BTreeMap<String, u64>,
     scan: &'a ScanStats,
 }
 
@@ -42,6 +44,10 @@ struct Device<'a> {
     device: Option<&'a str>,
     name: Option<&'a str>,
     runtime_status: Option<&'a str>,
+    vram_total: Option<u64>,
+    vram_used: Option<u64>,
+    gtt_total: Option<u64>,
+    gtt_used: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -55,6 +61,20 @@ struct Process<'a> {
     home_device: Option<&'a str>,
     usage: &'a [Usage],
     env: &'a std::collections::BTreeMap<String, String>,
+    cgroup: Option<&'a str>,
+    pod: Option<&'a str>,
+    container: Option<&'a str>,
+    job: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Cgroup<'a> {
+    path: &'a str,
+    memory_current: Option<u64>,
+    memory_max: Option<u64>,
+    gpu_host_class: u64,
+    dmem_current: &'a std::collections::BTreeMap<String, u64>,
+    dmem_max: &'a std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Serialize)]
@@ -102,6 +122,10 @@ pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
                 device: d.device.as_deref(),
                 name: d.name.as_deref(),
                 runtime_status: d.runtime_status.as_deref(),
+                vram_total: d.vram_total,
+                vram_used: d.vram_used,
+                gtt_total: d.gtt_total,
+                gtt_used: d.gtt_used,
             })
             .collect(),
         processes: ledger
@@ -117,6 +141,10 @@ pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
                 home_device: p.home_device.as_deref(),
                 usage: &p.usage,
                 env: &p.env,
+                cgroup: p.cgroup.as_deref(),
+                pod: p.labels.pod.as_deref(),
+                container: p.labels.container.as_deref(),
+                job: p.labels.job.as_deref(),
             })
             .collect(),
         clients: ledger
@@ -135,6 +163,19 @@ pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
             })
             .collect(),
         findings,
+        cgroups: ledger
+            .cgroups
+            .iter()
+            .map(|c| Cgroup {
+                path: &c.path,
+                memory_current: c.memory_current,
+                memory_max: c.memory_max,
+                gpu_host_class: ledger.cgroup_host_class(&c.path),
+                dmem_current: &c.dmem_current,
+                dmem_max: &c.dmem_max,
+            })
+            .collect(),
+        dmem_capacity: &ledger.dmem_capacity,
         scan: &ledger.stats,
     };
     let mut s = serde_json::to_string_pretty(&doc).expect("plain data serialises");

@@ -15,6 +15,7 @@ pub fn render_snapshot(ledger: &Ledger, findings: &[Finding]) -> String {
     out.push('\n');
     out.push_str(&process_section(ledger));
     out.push('\n');
+    out.push_str(&jobs_section(ledger));
     out.push_str(&findings_section(findings));
     out.push_str(&scan_notes(ledger));
     if ledger.devices.is_empty() && ledger.clients.is_empty() && ledger.root == "/" {
@@ -134,8 +135,12 @@ fn process_section(l: &Ledger) -> String {
             let first = i == 0;
             let cell = |v: String| if first { v } else { String::new() };
             let home = p.home_device.as_deref() == Some(dev);
+            let pid = match p.nspid.last() {
+                Some(inner) if p.nspid.len() > 1 => format!("{} (ns {inner})", p.pid),
+                _ => p.pid.to_string(),
+            };
             rows.push(vec![
-                cell(p.pid.to_string()),
+                cell(pid),
                 cell(p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into())),
                 cell(p.comm.clone()),
                 format!("{dev}{}", if home { " *" } else { "" }),
@@ -158,6 +163,73 @@ fn process_section(l: &Ledger) -> String {
         "GPU memory by process (resident; LOCAL = VRAM/local, HOST = GTT/system)\n{}",
         render("  ", &headers, &rows)
     )
+}
+
+/// Cgroups of the GPU processes, when any is a job (pod, Slurm) or has a memory limit or dmem.
+fn jobs_section(l: &Ledger) -> String {
+    let interesting = |c: &crate::sources::cgroup::CgroupInfo| {
+        c.memory_max.is_some()
+            || !c.dmem_current.is_empty()
+            || l.processes.iter().any(|p| {
+                p.cgroup.as_deref() == Some(&c.path)
+                    && (p.labels.pod.is_some() || p.labels.job.is_some())
+            })
+    };
+    let rows: Vec<Vec<String>> = l
+        .cgroups
+        .iter()
+        .filter(|c| interesting(c))
+        .map(|c| {
+            let label = l
+                .processes
+                .iter()
+                .find(|p| p.cgroup.as_deref() == Some(&c.path))
+                .map(|p| match (&p.labels.pod, &p.labels.job) {
+                    (Some(pod), _) => format!("pod {pod}"),
+                    (None, Some(j)) => format!("slurm job {j}"),
+                    _ => "-".into(),
+                })
+                .unwrap_or_else(|| "-".into());
+            let dmem: Vec<String> = c
+                .dmem_current
+                .iter()
+                .map(|(r, v)| {
+                    let max = c
+                        .dmem_max
+                        .get(r)
+                        .map(|m| human_bytes(*m))
+                        .unwrap_or_else(|| "max".into());
+                    format!("{r} {} / {max}", human_bytes(*v))
+                })
+                .collect();
+            vec![
+                label,
+                human_opt(c.memory_current),
+                c.memory_max
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "max".into()),
+                human_bytes(l.cgroup_host_class(&c.path)),
+                if dmem.is_empty() {
+                    "-".into()
+                } else {
+                    dmem.join(", ")
+                },
+                c.path.clone(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let headers = [
+        ("JOB", Align::Left),
+        ("MEMORY", Align::Right),
+        ("LIMIT", Align::Right),
+        ("GPU HOST-CLASS", Align::Right),
+        ("DMEM (current / max)", Align::Left),
+        ("CGROUP", Align::Left),
+    ];
+    format!("Jobs (cgroups)\n{}\n", render("  ", &headers, &rows))
 }
 
 fn findings_section(findings: &[Finding]) -> String {

@@ -5,7 +5,8 @@
 //!   gpuledger_version, kernel, and at the end exit_code / signal / ended_ms.
 //! - `samples(id, t_ms, mem_total, mem_available, gpu_active, gpu_reclaim, unaccounted, gpu_source,
 //!   processes)`: host counters, one row per sample.
-//! - `processes(pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample)`.
+//! - `processes(pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample, labels)`;
+//!   `labels` is JSON: cgroup, pod, container, job.
 //! - `devices(id, json)`: the device as the snapshot saw it.
 //! - `series(id, pid, device, region, class)` and `points(series, sample, total, resident, shared)`:
 //!   a point is written only when a value changed, so plateaus cost nothing.
@@ -64,7 +65,7 @@ CREATE TABLE samples(id INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, mem_total IN
   gpu_source TEXT, processes INTEGER NOT NULL);
 CREATE TABLE processes(pid INTEGER PRIMARY KEY, comm TEXT NOT NULL, cmdline TEXT NOT NULL,
   rank INTEGER, local_rank INTEGER, env TEXT NOT NULL, first_sample INTEGER NOT NULL,
-  last_sample INTEGER NOT NULL);
+  last_sample INTEGER NOT NULL, labels TEXT NOT NULL DEFAULT '{}');
 CREATE TABLE devices(id TEXT PRIMARY KEY, json TEXT NOT NULL);
 CREATE TABLE series(id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, device TEXT NOT NULL,
   region TEXT NOT NULL, class TEXT NOT NULL, UNIQUE(pid, device, region));

@@ -52,6 +52,8 @@ pub struct RecordedProcess {
     pub env: BTreeMap<String, String>,
     /// Index (0-based) of the first and last samples it was seen in.
     pub first: usize,
+    /// Job labels as JSON (`cgroup`, `pod`, `container`, `job`).
+    pub labels: serde_json::Value,
     /// See `first`.
     pub last: usize,
 }
@@ -223,7 +225,7 @@ fn read_all(conn: &Connection, meta: BTreeMap<String, String>) -> rusqlite::Resu
     }
     let idx = |id: i64| index.get(&id).copied().unwrap_or(0);
 
-    let mut st = conn.prepare("SELECT pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample FROM processes ORDER BY pid")?;
+    let mut st = conn.prepare("SELECT pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample, labels FROM processes ORDER BY pid")?;
     let processes = st
         .query_map([], |r| {
             let env: String = r.get(5)?;
@@ -236,6 +238,7 @@ fn read_all(conn: &Connection, meta: BTreeMap<String, String>) -> rusqlite::Resu
                 env: serde_json::from_str(&env).unwrap_or_default(),
                 first: idx(r.get(6)?),
                 last: idx(r.get(7)?),
+                labels: serde_json::from_str(&r.get::<_, String>(8)?).unwrap_or_default(),
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;

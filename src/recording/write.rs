@@ -143,10 +143,14 @@ impl Recorder {
         for p in &ledger.processes {
             if self.pids.insert(p.pid) {
                 let env = serde_json::to_string(&p.env).expect("plain data");
+                let labels = serde_json::json!({
+                    "cgroup": p.cgroup, "pod": p.labels.pod, "container": p.labels.container, "job": p.labels.job,
+                })
+                .to_string();
                 tx.execute(
-                    "INSERT OR REPLACE INTO processes(pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-                    params![p.pid, p.comm, p.cmdline.join(" "), p.rank, p.local_rank, env, sample],
+                    "INSERT OR REPLACE INTO processes(pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample, labels)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+                    params![p.pid, p.comm, p.cmdline.join(" "), p.rank, p.local_rank, env, sample, labels],
                 )
                 .map_err(&err)?;
             } else {

@@ -118,7 +118,7 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
                 } else {
                     ("other".to_string(), "other".to_string(), String::new())
                 };
-                let labels = l(&[
+                let mut labels = l(&[
                     ("pid", pid),
                     ("comm", comm),
                     ("rank", rank),
@@ -127,6 +127,19 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
                     ("class", u.class.as_str().into()),
                     ("kind", kind.into()),
                 ]);
+                // Job labels only where present, and only on kept series (cardinality).
+                if keep {
+                    let job = [
+                        ("pod", &p.labels.pod),
+                        ("container", &p.labels.container),
+                        ("job", &p.labels.job),
+                    ];
+                    for (k, v) in job {
+                        if let Some(v) = v {
+                            labels.push((k.to_string(), v.clone()));
+                        }
+                    }
+                }
                 if keep {
                     mem.get_or_create(&labels).set(v as i64);
                     series += 1;
@@ -218,6 +231,8 @@ mod tests {
             shared_with_others: vec![],
             has_nvidia_fds: false,
             has_kfd_fd: false,
+            cgroup: None,
+            labels: Default::default(),
         }
     }
 

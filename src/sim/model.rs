@@ -287,6 +287,10 @@ impl Simulation {
             vendor: Some(vendor.into()),
             device: Some(device.into()),
             runtime_status: Some("active".into()),
+            vram_total: None,
+            vram_used: None,
+            gtt_total: None,
+            gtt_used: None,
         }
     }
 

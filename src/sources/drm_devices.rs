@@ -3,7 +3,8 @@
 //! ref: Documentation/ABI/testing/sysfs-class-drm; drivers/gpu/drm/drm_sysfs.c. Each minor
 //! (`/sys/class/drm/card0`, `renderD128`, `/sys/class/accel/accel0`) has a `device` link to the
 //! bus device (a PCI dir named by slot, or a platform device) holding `vendor`, `device`, `uevent`
-//! (`PCI_SLOT_NAME`, `DRIVER`), a `driver` link and `power/runtime_status`.
+//! (`PCI_SLOT_NAME`, `DRIVER`), a `driver` link and `power/runtime_status`; amdgpu adds
+//! `mem_info_{vram,gtt}_{total,used}` (bytes, drivers/gpu/drm/amd/amdgpu/amdgpu_vram_mgr.c).
 
 use super::pci_names::device_name;
 use super::proc_pid::is_minor_name;
@@ -29,6 +30,18 @@ pub struct DeviceInfo {
     pub name: Option<String>,
     /// `power/runtime_status` (`active`, `suspended`, …).
     pub runtime_status: Option<String>,
+    /// amdgpu `mem_info_vram_total`, bytes.
+    #[serde(default)]
+    pub vram_total: Option<u64>,
+    /// amdgpu `mem_info_vram_used`, bytes.
+    #[serde(default)]
+    pub vram_used: Option<u64>,
+    /// amdgpu `mem_info_gtt_total`, bytes.
+    #[serde(default)]
+    pub gtt_total: Option<u64>,
+    /// amdgpu `mem_info_gtt_used`, bytes.
+    #[serde(default)]
+    pub gtt_used: Option<u64>,
 }
 
 impl DeviceInfo {
@@ -107,6 +120,10 @@ fn read_device(root: &Root, dev: &str, id: String) -> DeviceInfo {
         vendor,
         device,
         runtime_status: read("power/runtime_status"),
+        vram_total: read("mem_info_vram_total").and_then(|v| v.parse().ok()),
+        vram_used: read("mem_info_vram_used").and_then(|v| v.parse().ok()),
+        gtt_total: read("mem_info_gtt_total").and_then(|v| v.parse().ok()),
+        gtt_used: read("mem_info_gtt_used").and_then(|v| v.parse().ok()),
     }
 }
 

@@ -1,7 +1,9 @@
 //! One module per kernel interface. Nothing outside `sources` reads /proc or /sys.
 
+pub mod cgroup;
 pub mod drm_devices;
 pub mod drm_fdinfo;
+pub mod kfd;
 pub mod kmsg;
 pub mod meminfo;
 pub mod nvml;

@@ -101,6 +101,10 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
         device: None,
         name: Some(g.name.clone()),
         runtime_status: None,
+        vram_total: Some(g.memory_total),
+        vram_used: Some(g.memory_used),
+        gtt_total: None,
+        gtt_used: None,
     }
 }
 
