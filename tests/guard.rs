@@ -222,21 +222,7 @@ fn pid_mode_signals_only_the_guarded_pid() {
 fn acts_when_a_live_simulation_crosses_the_floor() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("sim");
-    let mut sim = bin()
-        .args([
-            "simulate",
-            "ddp-peer-mirror",
-            "--live",
-            "8s",
-            "--out",
-            tree.to_str().unwrap(),
-        ])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    while !tree.join("proc/meminfo").exists() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let sim = live_sim(&tree, "8s", &[]);
     let start = Instant::now();
     let out = run(&[
         "--root",
@@ -263,6 +249,5 @@ fn acts_when_a_live_simulation_crosses_the_floor() {
     );
     assert!(took < Duration::from_secs(8), "{took:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("peer_mirror"));
-    sim.kill().unwrap();
-    sim.wait().unwrap();
+    drop(sim);
 }

@@ -268,21 +268,7 @@ fn prometheus_scrapes_a_live_simulation() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("sim");
-    let mut sim = bin()
-        .args([
-            "simulate",
-            "ddp-peer-mirror",
-            "--live",
-            "20s",
-            "--out",
-            tree.to_str().unwrap(),
-        ])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    while !tree.join("proc/meminfo").exists() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let _sim = live_sim(&tree, "20s", &[]);
     let s = start(&tree, "250ms");
     let target = s.base.trim_start_matches("http://").to_string();
     let config = tmp.path().join("prometheus.yml");
@@ -329,8 +315,6 @@ fn prometheus_scrapes_a_live_simulation() {
     }
     let _ = p.kill();
     let _ = p.wait();
-    let _ = sim.kill();
-    let _ = sim.wait();
     assert_eq!(
         best,
         base + 6.0 * seg,

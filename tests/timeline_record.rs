@@ -11,25 +11,7 @@ use std::time::{Duration, Instant};
 fn record_live_sim(dir: &std::path::Path, name: &str, backing: &str) -> std::path::PathBuf {
     let tree = dir.join(name);
     let ledger = dir.join(format!("{name}.ledger"));
-    let mut sim = bin()
-        .args([
-            "simulate",
-            "ddp-peer-mirror",
-            "--backing",
-            backing,
-            "--live",
-            "6s",
-            "--out",
-        ])
-        .arg(&tree)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !tree.join("proc/meminfo").exists() {
-        assert!(Instant::now() < deadline, "simulate did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut sim = live_sim(&tree, "6s", &["--backing", backing]);
     let out = bin()
         .arg("--root")
         .arg(&tree)
@@ -50,7 +32,7 @@ fn record_live_sim(dir: &std::path::Path, name: &str, backing: &str) -> std::pat
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(sim.wait().unwrap().success());
+    assert!(sim.0.wait().unwrap().success());
     ledger
 }
 

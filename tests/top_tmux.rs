@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn tmux(args: &[&str]) -> String {
@@ -17,21 +17,7 @@ fn tmux(args: &[&str]) -> String {
 fn top_shows_ranks_and_findings_of_a_live_simulation() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("sim");
-    let mut sim = bin()
-        .args([
-            "simulate",
-            "ddp-peer-mirror",
-            "--live",
-            "20s",
-            "--out",
-            tree.to_str().unwrap(),
-        ])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    while !tree.join("proc/meminfo").exists() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let sim = live_sim(&tree, "20s", &[]);
     let session = format!("gpuledger-top-{}", std::process::id());
     let cmd = format!(
         "{} --root {} top --interval 200ms; echo TOP-EXITED; sleep 30",
@@ -81,8 +67,7 @@ fn top_shows_ranks_and_findings_of_a_live_simulation() {
     std::thread::sleep(Duration::from_millis(700));
     let after = tmux(&["capture-pane", "-p", "-t", &session]);
     cleanup(&session);
-    let _ = sim.kill();
-    let _ = sim.wait();
+    drop(sim);
     assert!(after.contains("TOP-EXITED"), "{after}");
     assert!(
         !after.contains("host memory"),

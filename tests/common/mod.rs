@@ -60,3 +60,33 @@ pub fn assert_golden(name: &str, actual: &str) {
         path.display()
     );
 }
+
+/// A `simulate ddp-peer-mirror --live` run writing `tree`; killed when dropped.
+pub struct LiveSim(pub std::process::Child);
+
+impl Drop for LiveSim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `simulate ddp-peer-mirror --live SECS --out TREE EXTRA…` and waits until the tree exists.
+pub fn live_sim(tree: &Path, secs: &str, extra: &[&str]) -> LiveSim {
+    let child = bin()
+        .args(["simulate", "ddp-peer-mirror", "--live", secs, "--out"])
+        .arg(tree)
+        .args(extra)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start simulate");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !tree.join("proc/meminfo").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "simulate did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    LiveSim(child)
+}
