@@ -98,6 +98,25 @@ pub fn capture_tree(
             status.push_str(&format!("NSpid:\t{}\n", ns.join("\t")));
         }
         w.file(format!("{dir}/status"), status).map_err(werr)?;
+        if let Some(cg) = &p.cgroup {
+            w.file(format!("{dir}/cgroup"), format!("0::{cg}\n"))
+                .map_err(werr)?;
+        }
+        if let Some(b) = p.pinned_shmem.filter(|b| *b > 0) {
+            // Only the total survives: one synthetic /dev/zero mapping of that resident size.
+            let smaps = format!(
+                "7f0000000000-7f0000001000 rw-s 00000000 00:01 1 /dev/zero (deleted)\nRss: {} kB\n",
+                b / 1024
+            );
+            w.file(format!("{dir}/smaps"), smaps).map_err(werr)?;
+        }
+        for (slot, bytes) in &p.kfd_vram {
+            w.file(
+                format!("sys/class/kfd/kfd/proc/{}/vram_{}", p.pid, kfd_id(slot)),
+                format!("{bytes}\n"),
+            )
+            .map_err(werr)?;
+        }
         for g in &p.other_gpu_fds {
             w.symlink(format!("{dir}/fd/{}", g.fd), &g.path)
                 .map_err(werr)?;
@@ -113,6 +132,59 @@ pub fn capture_tree(
                 .map_err(werr)?;
             drm_fds += 1;
         }
+    }
+    for c in &snap.cgroups {
+        let dir = format!("sys/fs/cgroup{}", c.path);
+        let dmem = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}\n"))
+                .collect::<String>()
+        };
+        if let Some(v) = c.memory_current {
+            w.file(format!("{dir}/memory.current"), format!("{v}\n"))
+                .map_err(werr)?;
+        }
+        let max = c
+            .memory_max
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "max".into());
+        w.file(format!("{dir}/memory.max"), format!("{max}\n"))
+            .map_err(werr)?;
+        if !c.dmem_current.is_empty() {
+            w.file(format!("{dir}/dmem.current"), dmem(&c.dmem_current))
+                .map_err(werr)?;
+            w.file(format!("{dir}/dmem.max"), dmem(&c.dmem_max))
+                .map_err(werr)?;
+        }
+    }
+    if !snap.dmem_capacity.is_empty() {
+        let text: String = snap
+            .dmem_capacity
+            .iter()
+            .map(|(k, v)| format!("{k} {v}\n"))
+            .collect();
+        w.file("sys/fs/cgroup/dmem.capacity", text).map_err(werr)?;
+    }
+    let kfd_slots: std::collections::BTreeSet<&String> = snap
+        .processes
+        .iter()
+        .flat_map(|p| p.kfd_vram.iter().map(|(s, _)| s))
+        .collect();
+    for (n, slot) in kfd_slots.into_iter().enumerate() {
+        let node = format!("sys/class/kfd/kfd/topology/nodes/{}", n + 1);
+        w.file(format!("{node}/gpu_id"), format!("{}\n", kfd_id(slot)))
+            .map_err(werr)?;
+        let (domain, loc) = pci_location(slot);
+        w.file(
+            format!("{node}/properties"),
+            format!("location_id {loc}\ndomain {domain}\n"),
+        )
+        .map_err(werr)?;
+    }
+    if !snap.nvml.is_empty() {
+        let json = serde_json::to_string_pretty(&snap.nvml).expect("plain data");
+        w.file(crate::sources::nvml::CAPTURE_FILE, json + "\n")
+            .map_err(werr)?;
     }
     let summary = CaptureSummary {
         processes: snap.processes.len(),
@@ -154,6 +226,25 @@ pub fn capture(
         source,
     })?;
     Ok(summary)
+}
+
+/// A stable KFD gpu_id for a slot in a capture (the real ids are not kept, only the mapping).
+fn kfd_id(slot: &str) -> u32 {
+    let (domain, loc) = pci_location(slot);
+    (domain << 16) + loc + 1 // never 0, which KFD uses for CPU nodes
+}
+
+/// (domain, bus << 8 | device << 3 | function) of a PCI slot `dddd:bb:dd.f`.
+fn pci_location(slot: &str) -> (u32, u32) {
+    let hex = |s: &str| u32::from_str_radix(s, 16).unwrap_or(0);
+    let mut parts = slot.split([':', '.']);
+    let (d, b, dev, f) = (parts.next(), parts.next(), parts.next(), parts.next());
+    match (d, b, dev, f) {
+        (Some(d), Some(b), Some(dev), Some(f)) => {
+            (hex(d), (hex(b) << 8) | (hex(dev) << 3) | hex(f))
+        }
+        _ => (0, 0),
+    }
 }
 
 fn nul_joined(items: &[String]) -> Vec<u8> {

@@ -124,9 +124,11 @@ impl Sampler {
     }
 
     fn with_live_nvml(mut self) -> Sampler {
-        if self.root.is_live() {
-            self.nvml = nvml::load().map(|l| Box::new(l) as Box<dyn NvmlSource>);
-        }
+        self.nvml = if self.root.is_live() {
+            nvml::load().map(|l| Box::new(l) as Box<dyn NvmlSource>)
+        } else {
+            nvml::load_recorded(&self.root).map(|r| Box::new(r) as Box<dyn NvmlSource>)
+        };
         self
     }
 

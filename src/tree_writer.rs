@@ -78,6 +78,16 @@ impl TreeWriter {
         if let Some(s) = &dev.runtime_status {
             self.file(format!("{dir}/power/runtime_status"), format!("{s}\n"))?;
         }
+        for (name, v) in [
+            ("mem_info_vram_total", dev.vram_total),
+            ("mem_info_vram_used", dev.vram_used),
+            ("mem_info_gtt_total", dev.gtt_total),
+            ("mem_info_gtt_used", dev.gtt_used),
+        ] {
+            if let (Some(v), false) = (v, dev.minors.is_empty()) {
+                self.file(format!("{dir}/{name}"), format!("{v}\n"))?;
+            }
+        }
         for m in &dev.minors {
             let class = if m.starts_with("accel") {
                 "accel"

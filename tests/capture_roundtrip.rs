@@ -58,6 +58,30 @@ fn capture_archive_round_trips_a_fixture() {
 }
 
 #[test]
+fn capture_keeps_cgroups_kfd_device_totals_and_nvml() {
+    for name in ["k8s-slurm-dmem", "rocm-kfd", "nvidia"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let archive = tmp.path().join("c.tar.zst");
+        let src = fixture(name);
+        let out = run(&[
+            "--root",
+            src.to_str().unwrap(),
+            "capture",
+            "-o",
+            archive.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let original = json_of(&["--root", src.to_str().unwrap(), "--json"], 0);
+        let back = json_of(&["--root", archive.to_str().unwrap(), "--json"], 0);
+        assert_eq!(normalised(original), normalised(back), "{name}");
+    }
+}
+
+#[test]
 fn capture_of_live_machine_is_readable() {
     let tmp = tempfile::tempdir().unwrap();
     let archive = tmp.path().join("live.tar.zst");

@@ -51,8 +51,32 @@ fn nvml_usage_and_pinned_shmem_land_in_the_ledger() {
 }
 
 #[test]
+fn a_capture_carries_its_nvml_answers() {
+    let doc = common::json_of(
+        &[
+            "--root",
+            common::fixture("nvidia").to_str().unwrap(),
+            "--json",
+        ],
+        0,
+    );
+    assert_eq!(doc["devices"][0]["name"], "NVIDIA H200");
+    assert_eq!(doc["processes"][0]["usage"][0]["resident"], 9126805504u64);
+}
+
+#[test]
 fn without_nvml_nvidia_processes_are_listed_but_hold_no_counted_memory() {
-    let root = Root::open(&common::fixture("nvidia")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("t");
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(common::fixture("nvidia"))
+        .arg(&copy)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::remove_file(copy.join("nvml.json")).unwrap();
+    let root = Root::open(&copy).unwrap();
     let mut s = Sampler::new(root, Scope::All, SamplerOptions::default());
     let ledger = Ledger::from_snapshot(&s.sample().unwrap());
     assert!(ledger.devices.is_empty());

@@ -80,6 +80,25 @@ impl NvmlSource for NvmlLib {
     }
 }
 
+/// NVML answers saved in a capture (`nvml.json` at the root, written by `capture`).
+#[derive(Debug, Clone)]
+pub struct RecordedNvml(pub Vec<NvGpu>);
+
+impl NvmlSource for RecordedNvml {
+    fn gpus(&self) -> Result<Vec<NvGpu>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+/// The file name of saved NVML answers in a capture tree.
+pub const CAPTURE_FILE: &str = "nvml.json";
+
+/// Loads saved NVML answers from a captured root, if it has them.
+pub fn load_recorded(root: &crate::root::Root) -> Option<RecordedNvml> {
+    let text = root.read_string(CAPTURE_FILE).ok()?;
+    serde_json::from_str(&text).ok().map(RecordedNvml)
+}
+
 /// NVML's `00000000:18:00.0` → sysfs `0000:18:00.0`, lower case.
 pub fn normalize_bus_id(id: &str) -> String {
     let id = id.trim().to_ascii_lowercase();
