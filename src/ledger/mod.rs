@@ -6,6 +6,11 @@
 //! under several fds and pids. Each client is counted once, for its lowest holder pid (the parent
 //! of a fork), and every holder is listed on the client.
 
+mod accelerators;
+mod host;
+
+pub use host::HostTotals;
+
 use crate::snapshot::{ScanStats, Snapshot};
 use crate::sources::drm_devices::DeviceInfo;
 use crate::sources::drm_fdinfo::RegionStats;
@@ -51,34 +56,6 @@ pub fn classify(region: &str) -> MemClass {
         return MemClass::Device;
     }
     MemClass::Host
-}
-
-/// Host memory totals.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostTotals {
-    /// MemTotal.
-    pub mem_total: Option<u64>,
-    /// MemAvailable.
-    pub mem_available: Option<u64>,
-    /// GPUActive (meminfo), else `nr_gpu_active` × page size.
-    pub gpu_active: Option<u64>,
-    /// GPUReclaim (meminfo), else `nr_gpu_reclaim` × page size.
-    pub gpu_reclaim: Option<u64>,
-    /// Which counter `gpu_active` came from.
-    pub gpu_active_source: Option<String>,
-    /// Memory the kernel handed out that no meminfo counter explains (DESIGN.md formula).
-    pub unaccounted: Option<u64>,
-}
-
-impl HostTotals {
-    /// Driver-held host memory and the counter it came from: GPUActive, nr_gpu_active, else the
-    /// unaccounted residual.
-    pub fn driver_held(&self) -> Option<(u64, &str)> {
-        match (self.gpu_active, &self.gpu_active_source) {
-            (Some(v), Some(src)) => Some((v, src.as_str())),
-            _ => self.unaccounted.map(|u| (u, "unaccounted")),
-        }
-    }
 }
 
 /// Bytes of one region on one device for one process.
@@ -217,8 +194,8 @@ impl Ledger {
             .map(|p| {
                 let owned: Vec<&Client> = clients.iter().filter(|c| c.owner == p.pid).collect();
                 let mut usage = sum_usage(&owned);
-                usage.extend(nvidia_usage(s, p));
-                usage.extend(kfd_usage(p, &usage));
+                usage.extend(accelerators::nvidia_usage(s, p));
+                usage.extend(accelerators::kfd_usage(p, &usage));
                 let shared_with_others = clients
                     .iter()
                     .filter(|c| c.owner != p.pid && c.holders.iter().any(|h| h.0 == p.pid))
@@ -283,7 +260,7 @@ impl Ledger {
         Ledger {
             time_ms: s.time_ms,
             root: s.root.clone(),
-            host: host_totals(s),
+            host: host::host_totals(s),
             devices: s.devices.clone(),
             processes,
             clients,
@@ -401,64 +378,6 @@ fn sum_usage(clients: &[&Client]) -> Vec<Usage> {
     by.into_values().collect()
 }
 
-/// NVML's used GPU memory as region `vram`, and CUDA pinned host memory (shared `/dev/zero`
-/// mappings) as host-class region `pinned-shmem` on the process's first NVIDIA GPU.
-fn nvidia_usage(s: &Snapshot, p: &crate::snapshot::ProcessSample) -> Vec<Usage> {
-    let usage = |device: &str, region: &str, class, bytes: Option<u64>| Usage {
-        device: device.to_string(),
-        region: region.to_string(),
-        class,
-        total: bytes,
-        resident: bytes,
-        shared: None,
-        purgeable: None,
-        active: None,
-    };
-    let mut out: Vec<Usage> = s
-        .nvml
-        .iter()
-        .filter_map(|g| {
-            let (_, used) = g.processes.iter().find(|(pid, _)| *pid == p.pid)?;
-            Some(usage(&g.bus_id, "vram", MemClass::Device, *used))
-        })
-        .collect();
-    if let (Some(first), Some(pinned)) = (
-        out.first().map(|u| u.device.clone()),
-        p.pinned_shmem.filter(|b| *b > 0),
-    ) {
-        out.push(usage(&first, "pinned-shmem", MemClass::Host, Some(pinned)));
-    }
-    out
-}
-
-/// KFD (ROCm compute) VRAM as region `kfd-vram`: only what exceeds the device-local bytes the
-/// process's DRM clients already show on that device. Kernels where KFD shares the render node's
-/// VM count KFD buffers in fdinfo too, older ones do not; taking the larger of the two per device
-/// never counts a buffer twice and never drops one.
-fn kfd_usage(p: &crate::snapshot::ProcessSample, usage: &[Usage]) -> Vec<Usage> {
-    p.kfd_vram
-        .iter()
-        .filter_map(|(dev, bytes)| {
-            let drm: u64 = usage
-                .iter()
-                .filter(|u| u.device == *dev && u.class == MemClass::Device)
-                .filter_map(|u| u.resident)
-                .sum();
-            let extra = bytes.saturating_sub(drm);
-            (extra > 0).then(|| Usage {
-                device: dev.clone(),
-                region: "kfd-vram".into(),
-                class: MemClass::Device,
-                total: Some(extra),
-                resident: Some(extra),
-                shared: None,
-                purgeable: None,
-                active: None,
-            })
-        })
-        .collect()
-}
-
 fn home_device(usage: &[Usage]) -> Option<String> {
     let mut local: BTreeMap<&str, u64> = BTreeMap::new();
     for u in usage.iter().filter(|u| u.class == MemClass::Device) {
@@ -473,54 +392,6 @@ fn home_device(usage: &[Usage]) -> Option<String> {
     }
     let devices: BTreeSet<&str> = usage.iter().map(|u| u.device.as_str()).collect();
     (devices.len() == 1).then(|| devices.into_iter().next().unwrap_or_default().to_string())
-}
-
-fn host_totals(s: &Snapshot) -> HostTotals {
-    let m = &s.meminfo;
-    let get = |k: &str| m.get(k).copied();
-    let page = s.page_size.max(1);
-    let (gpu_active, gpu_active_source) = match (get("GPUActive"), s.vmstat.get("nr_gpu_active")) {
-        (Some(v), _) => (Some(v), Some("GPUActive".to_string())),
-        (None, Some(p)) => (
-            Some(p.saturating_mul(page)),
-            Some("nr_gpu_active".to_string()),
-        ),
-        _ => (None, None),
-    };
-    let gpu_reclaim = get("GPUReclaim").or_else(|| {
-        s.vmstat
-            .get("nr_gpu_reclaim")
-            .map(|p| p.saturating_mul(page))
-    });
-    let unaccounted = get("MemTotal").map(|total| {
-        let used: u64 = [
-            "MemFree",
-            "Buffers",
-            "Cached",
-            "AnonPages",
-            "Slab",
-            "KernelStack",
-            "PageTables",
-            "SecPageTables",
-            "VmallocUsed",
-            "Percpu",
-        ]
-        .iter()
-        .filter_map(|k| get(k))
-        .fold(0u64, |a, b| a.saturating_add(b));
-        let huge = get("HugePages_Total")
-            .unwrap_or(0)
-            .saturating_mul(get("Hugepagesize").unwrap_or(0));
-        total.saturating_sub(used.saturating_add(huge))
-    });
-    HostTotals {
-        mem_total: get("MemTotal"),
-        mem_available: get("MemAvailable"),
-        gpu_active,
-        gpu_reclaim,
-        gpu_active_source,
-        unaccounted,
-    }
 }
 
 #[cfg(test)]
