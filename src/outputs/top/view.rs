@@ -7,9 +7,7 @@ use crate::units::human_bytes;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{
-    Block, Borders, Gauge, List, ListItem, Paragraph, Row, Sparkline, Table, Wrap,
-};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Row, Sparkline, Table, Wrap};
 use ratatui::Frame;
 
 fn ratio(part: u64, whole: u64) -> f64 {
@@ -153,8 +151,8 @@ pub fn draw(f: &mut Frame, s: &State) {
     );
     f.render_widget(table, areas[2]);
 
-    let items: Vec<ListItem> = if s.findings.is_empty() {
-        vec![ListItem::new("no findings")]
+    let items: Vec<Line> = if s.findings.is_empty() {
+        vec![Line::from("no findings")]
     } else {
         s.findings
             .iter()
@@ -164,7 +162,7 @@ pub fn draw(f: &mut Frame, s: &State) {
                     Severity::Warning => Color::Yellow,
                     Severity::Info => Color::Gray,
                 };
-                ListItem::new(Line::from(vec![
+                Line::from(vec![
                     Span::styled(
                         format!(
                             "{:<8} {}: ",
@@ -174,12 +172,14 @@ pub fn draw(f: &mut Frame, s: &State) {
                         Style::default().fg(color).add_modifier(Modifier::BOLD),
                     ),
                     Span::raw(x.message.clone()),
-                ]))
+                ])
             })
             .collect()
     };
     f.render_widget(
-        List::new(items).block(Block::default().borders(Borders::ALL).title(" findings ")),
+        Paragraph::new(items)
+            .wrap(Wrap { trim: true })
+            .block(Block::default().borders(Borders::ALL).title(" findings ")),
         areas[3],
     );
 
