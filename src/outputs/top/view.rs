@@ -80,7 +80,10 @@ pub fn draw(f: &mut Frame, s: &State) {
             .map(|d| {
                 let b = local_of(&d.id);
                 let width = 30usize;
-                let filled = (ratio(b, max_local) * width as f64).round() as usize;
+                // Against the device's VRAM where the driver tells it (amdgpu, NVML), else against
+                // the busiest device.
+                let full = d.vram_total.unwrap_or(max_local);
+                let filled = (ratio(b, full) * width as f64).round() as usize;
                 Line::from(vec![
                     Span::raw(format!(
                         "{:<14} {:<6} ",
@@ -89,7 +92,10 @@ pub fn draw(f: &mut Frame, s: &State) {
                     )),
                     Span::styled("█".repeat(filled), Style::default().fg(Color::Cyan)),
                     Span::raw("░".repeat(width - filled)),
-                    Span::raw(format!(" VRAM in use {}", human_bytes(b))),
+                    Span::raw(match d.vram_total {
+                        Some(t) => format!(" VRAM in use {} of {}", human_bytes(b), human_bytes(t)),
+                        None => format!(" VRAM in use {}", human_bytes(b)),
+                    }),
                 ])
             })
             .collect()
