@@ -280,6 +280,16 @@ impl Ledger {
             .sum()
     }
 
+    /// Resident bytes of `class` over every process's usage.
+    pub fn resident_total(&self, class: MemClass) -> u64 {
+        self.processes
+            .iter()
+            .flat_map(|p| p.usage.iter())
+            .filter(|u| u.class == class)
+            .filter_map(|u| u.resident)
+            .sum()
+    }
+
     /// Host-class resident bytes of the processes in cgroup `path`.
     pub fn cgroup_host_class(&self, path: &str) -> u64 {
         self.processes

@@ -59,14 +59,7 @@ pub struct Progress {
 
 impl Progress {
     fn update(&mut self, l: &Ledger, f: &[Finding]) {
-        let sum = |c| {
-            l.processes
-                .iter()
-                .flat_map(|p| p.usage.iter())
-                .filter(|u| u.class == c)
-                .filter_map(|u| u.resident)
-                .sum::<u64>()
-        };
+        let sum = |c| l.resident_total(c);
         self.peak_host = self.peak_host.max(sum(MemClass::Host));
         self.peak_local = self.peak_local.max(sum(MemClass::Device));
         self.findings = self.findings.max(f.len());

@@ -59,15 +59,10 @@ pub struct State {
 const HISTORY: usize = 300;
 
 fn totals(l: &Ledger) -> (u64, u64) {
-    let sum = |c| {
-        l.processes
-            .iter()
-            .flat_map(|p| p.usage.iter())
-            .filter(|u| u.class == c)
-            .filter_map(|u| u.resident)
-            .sum()
-    };
-    (sum(MemClass::Host), sum(MemClass::Device))
+    (
+        l.resident_total(MemClass::Host),
+        l.resident_total(MemClass::Device),
+    )
 }
 
 /// Runs the view until `q`, Esc or Ctrl-C.
