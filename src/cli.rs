@@ -150,7 +150,7 @@ pub enum Command {
     /// key or a device mask), then print the comparison and which control removes the effect.
     Experiment {
         /// Controls, comma-separated: built-in names or NAME:VAR=VAL,... (default: all built-in).
-        #[arg(long, value_delimiter = ';', value_name = "LIST")]
+        #[arg(long, value_name = "LIST")]
         controls: Vec<String>,
         /// Runs per configuration (medians are compared).
         #[arg(long, default_value_t = 1)]
