@@ -3,6 +3,8 @@
 //! The pipeline (DESIGN.md): [`root::Root`] → [`sources`] → [`snapshot::Snapshot`] (built by
 //! [`sampler::Sampler`]) → [`ledger::Ledger`] → [`findings`] → [`outputs`].
 
+#![warn(missing_docs)]
+
 pub mod archive;
 pub mod capture;
 pub mod experiment;
