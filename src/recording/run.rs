@@ -120,6 +120,16 @@ pub fn record(
         kernel: read_version(&root).ok(),
     };
     let mut recorder = Recorder::create(out, &meta)?;
+    if live {
+        // The runtime versions this run saw, for `diff` and `report`.
+        let sys = crate::sources::system_info::gather(&root, &[], &[]);
+        if !sys.packages.is_empty() {
+            recorder.set_meta(
+                "packages",
+                &serde_json::to_string(&sys.packages).expect("strings"),
+            )?;
+        }
+    }
     if let Target::Command { env, .. } = target {
         if !env.is_empty() {
             let e: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -165,6 +165,24 @@ pub fn diff(a: &Recording, b: &Recording) -> Diff {
             b: show(&eb),
         });
     }
+    let packages = |r: &Recording| -> BTreeMap<String, String> {
+        r.meta
+            .get("packages")
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_default()
+    };
+    let (ka, kb) = (packages(a), packages(b));
+    let names: BTreeSet<&String> = ka.keys().chain(kb.keys()).collect();
+    for n in names.into_iter().filter(|n| ka.get(*n) != kb.get(*n)) {
+        let show = |p: &BTreeMap<String, String>| {
+            Value::Text(p.get(n).cloned().unwrap_or_else(|| "not installed".into()))
+        };
+        rows.push(Row {
+            what: format!("package {n}"),
+            a: show(&ka),
+            b: show(&kb),
+        });
+    }
     for key in ["kernel", "gpuledger_version"] {
         let (x, y) = (a.meta.get(key), b.meta.get(key));
         if x != y {
@@ -255,4 +273,49 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         render("  ", &headers, &rows),
         d.verdict
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(packages: &str) -> Recording {
+        Recording {
+            meta: [
+                ("packages".to_string(), packages.to_string()),
+                ("exit_code".to_string(), "0".to_string()),
+            ]
+            .into(),
+            samples: Vec::new(),
+            processes: Vec::new(),
+            devices: Vec::new(),
+            series: Vec::new(),
+            findings: Vec::new(),
+            kernel: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn runtime_versions_each_run_saw() {
+        let a = rec(r#"{"intel-opencl-icd":"26.22.38646.4","libigc2":"2.36.3"}"#);
+        let b = rec(r#"{"intel-opencl-icd":"26.05.37020.3","libigc2":"2.36.3"}"#);
+        let d = diff(&a, &b);
+        let row = d
+            .rows
+            .iter()
+            .find(|r| r.what == "package intel-opencl-icd")
+            .unwrap();
+        assert_eq!(
+            (&row.a, &row.b),
+            (
+                &Value::Text("26.22.38646.4".into()),
+                &Value::Text("26.05.37020.3".into())
+            )
+        );
+        assert!(
+            d.rows.iter().all(|r| r.what != "package libigc2"),
+            "identical versions are not rows"
+        );
+        assert!(d.verdict.starts_with("neither run"), "{}", d.verdict);
+    }
 }
