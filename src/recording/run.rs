@@ -150,6 +150,7 @@ pub fn record(
     let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
     let start = Instant::now();
     let mut progress = Progress::default();
+    let mut python: std::collections::BTreeMap<String, String> = Default::default();
     let mut write_error: Option<RecordingError> = None;
     let end = loop {
         let t0 = Instant::now();
@@ -162,6 +163,23 @@ pub fn record(
                 Ok((ledger, found)) => {
                     progress.samples = recorder.samples();
                     progress.update(&ledger, &found);
+                    // PyTorch / oneCCL beside the job's Python, read once while it runs.
+                    if live && python.is_empty() {
+                        if let Some(p) = ledger
+                            .processes
+                            .iter()
+                            .find(|p| p.comm.starts_with("python"))
+                        {
+                            python =
+                                crate::sources::system_info::python_packages(sampler.root(), p.pid);
+                            if !python.is_empty() {
+                                let json = serde_json::to_string(&python).expect("strings");
+                                if let Err(e) = recorder.set_meta("python", &json) {
+                                    write_error = Some(e);
+                                }
+                            }
+                        }
+                    }
                 }
                 // A simulated tree that the command has not written yet.
                 Err(StepError::Sample(SampleError::NoProc { .. })) if !live => {}

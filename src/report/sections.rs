@@ -97,10 +97,21 @@ fn environment(input: &ReportInput) -> String {
     }
     row("NVIDIA driver", or_nf(s.nvidia.as_deref()));
     row("ROCm", or_nf(s.rocm.as_deref()));
-    for (p, v) in &s.python {
+    let mut python = s.python.clone();
+    for (_, rec) in input.recordings {
+        let seen: std::collections::BTreeMap<String, String> = rec
+            .meta
+            .get("python")
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_default();
+        for (k, v) in seen {
+            python.entry(k).or_insert(v);
+        }
+    }
+    for (p, v) in &python {
         row(&format!("python: {p}"), v.clone());
     }
-    if !s.python.contains_key("torch") {
+    if !python.contains_key("torch") {
         row("python: torch", NF.into());
     }
     row("gpuledger", env!("CARGO_PKG_VERSION").into());

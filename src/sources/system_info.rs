@@ -219,7 +219,7 @@ fn sonames() -> BTreeMap<String, String> {
 }
 
 /// torch / oneCCL versions from the site-packages beside a Python process's interpreter.
-fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
+pub fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let Ok(exe) = root.read_link(format!("proc/{pid}/exe")) else {
         return out;
@@ -262,4 +262,35 @@ fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torch_and_oneccl_beside_the_interpreter() {
+        // A stand-in interpreter: /bin/sleep copied into a venv layout with torch installed.
+        let venv = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(venv.path().join("bin")).unwrap();
+        let site = venv.path().join("lib/python3.12/site-packages");
+        std::fs::create_dir_all(site.join("torch")).unwrap();
+        std::fs::create_dir_all(site.join("oneccl_bind_pt-2.8.0+xpu.dist-info")).unwrap();
+        std::fs::write(
+            site.join("torch/version.py"),
+            "__version__ = '2.13.0+xpu'\ngit_version = 'x'\n",
+        )
+        .unwrap();
+        let exe = venv.path().join("bin/python3");
+        std::fs::copy("/bin/sleep", &exe).unwrap();
+        let mut child = Command::new(&exe).arg("5").spawn().unwrap();
+        let found = python_packages(&Root::live(), child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(found.get("torch").map(String::as_str), Some("2.13.0+xpu"));
+        assert_eq!(
+            found.get("oneccl_bind_pt").map(String::as_str),
+            Some("2.8.0+xpu")
+        );
+    }
 }
