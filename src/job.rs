@@ -11,15 +11,12 @@ use signal_hook::iterator::SignalsInfo;
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
 
 /// A running child with signal forwarding.
 #[derive(Debug)]
 pub struct Job {
     child: Child,
     handle: signal_hook::iterator::Handle,
-    forwarded: Arc<AtomicI32>,
 }
 
 /// How a job ended.
@@ -78,42 +75,31 @@ impl Job {
         let child = cmd
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("cannot start {prog:?}: {e}")))?;
-        let pid = child.id() as i32;
+        // A pidfd taken while the child cannot have been reaped: forwarding after it exits and
+        // its pid is reused reaches nobody.
+        let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
+            .map(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()))
+            .transpose()?;
         let mut signals =
             SignalsInfo::<WithOrigin>::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])?;
         let handle = signals.handle();
-        let forwarded = Arc::new(AtomicI32::new(0));
-        let seen = forwarded.clone();
         std::thread::spawn(move || {
             for info in signals.forever() {
                 let from_terminal = !own_group && info.signal == SIGINT && info.process.is_none();
                 if from_terminal {
                     continue;
                 }
-                seen.store(info.signal, Ordering::SeqCst);
-                if let (Some(p), Ok(sig)) = (
-                    rustix::process::Pid::from_raw(pid),
-                    signal_from_raw(info.signal),
-                ) {
-                    let _ = rustix::process::kill_process(p, sig);
+                if let (Some(fd), Ok(sig)) = (&pidfd, signal_from_raw(info.signal)) {
+                    let _ = rustix::process::pidfd_send_signal(fd, sig);
                 }
             }
         });
-        Ok(Job {
-            child,
-            handle,
-            forwarded,
-        })
+        Ok(Job { child, handle })
     }
 
     /// The child's pid.
     pub fn pid(&self) -> u32 {
         self.child.id()
-    }
-
-    /// The last signal forwarded to the child (0 if none).
-    pub fn forwarded_signal(&self) -> i32 {
-        self.forwarded.load(Ordering::SeqCst)
     }
 
     /// Returns the end of the job if it has ended.

@@ -143,13 +143,6 @@ impl Sampler {
         &self.root
     }
 
-    /// Adds pids to a `Pids` or `Tree` scope (e.g. a child started after the sampler).
-    pub fn add_to_scope(&mut self, pid: u32) {
-        if let Scope::Pids(s) | Scope::Tree(s) = &mut self.scope {
-            s.insert(pid);
-        }
-    }
-
     /// Takes one sample.
     pub fn sample(&mut self) -> Result<Snapshot, SampleError> {
         let now = Instant::now();

@@ -29,4 +29,4 @@ pub mod run;
 mod write;
 
 pub use model::{Backing, Scenario, SimParams, SimProcess, SimState, Simulation};
-pub use write::{write_state, LiveWriter};
+pub use write::LiveWriter;

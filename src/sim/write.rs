@@ -5,11 +5,6 @@ use crate::tree_writer::TreeWriter;
 use std::collections::BTreeSet;
 use std::io;
 
-/// Writes one state into a fresh tree.
-pub fn write_state(w: &TreeWriter, state: &SimState, scenario: &str) -> io::Result<()> {
-    LiveWriter::new(w.clone(), scenario)?.write(state)
-}
-
 /// Rewrites a tree as a simulation advances; processes that left are removed.
 #[derive(Debug)]
 pub struct LiveWriter {
