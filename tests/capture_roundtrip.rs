@@ -5,6 +5,26 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+/// Captures fixture `name` into an archive under `dir`, checks that `--root` on the archive gives
+/// the same snapshot, and returns capture's stderr.
+fn round_trip(name: &str, dir: &std::path::Path) -> String {
+    let archive = dir.join(format!("{name}.tar.zst"));
+    let src = fixture(name);
+    let out = run(&[
+        "--root",
+        src.to_str().unwrap(),
+        "capture",
+        "-o",
+        archive.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name}: {err}");
+    let original = json_of(&["--root", src.to_str().unwrap(), "--json"], 0);
+    let back = json_of(&["--root", archive.to_str().unwrap(), "--json"], 0);
+    assert_eq!(normalised(original), normalised(back), "{name}");
+    err
+}
+
 fn normalised(mut doc: Value) -> Value {
     doc["time"] = Value::Null;
     doc["root"] = Value::Null;
@@ -16,24 +36,12 @@ fn normalised(mut doc: Value) -> Value {
 #[test]
 fn capture_archive_round_trips_a_fixture() {
     let tmp = tempfile::tempdir().unwrap();
-    let archive = tmp.path().join("snap.tar.zst");
-    let src = fixture("seed-2622");
-    let out = run(&[
-        "--root",
-        src.to_str().unwrap(),
-        "capture",
-        "-o",
-        archive.to_str().unwrap(),
-    ]);
+    let err = round_trip("seed-2622", tmp.path());
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains("2 GPU processes, 4 DRM fds, 2 devices"),
+        "{err}"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("2 GPU processes, 4 DRM fds, 2 devices"));
-    let original = json_of(&["--root", src.to_str().unwrap(), "--json"], 0);
-    let back = json_of(&["--root", archive.to_str().unwrap(), "--json"], 0);
-    assert_eq!(normalised(original), normalised(back));
+    let src = fixture("seed-2622");
     let tree = tmp.path().join("tree");
     assert!(run(&[
         "--root",
@@ -59,25 +67,9 @@ fn capture_archive_round_trips_a_fixture() {
 
 #[test]
 fn capture_keeps_cgroups_kfd_device_totals_and_nvml() {
+    let tmp = tempfile::tempdir().unwrap();
     for name in ["k8s-slurm-dmem", "rocm-kfd", "nvidia"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let archive = tmp.path().join("c.tar.zst");
-        let src = fixture(name);
-        let out = run(&[
-            "--root",
-            src.to_str().unwrap(),
-            "capture",
-            "-o",
-            archive.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let original = json_of(&["--root", src.to_str().unwrap(), "--json"], 0);
-        let back = json_of(&["--root", archive.to_str().unwrap(), "--json"], 0);
-        assert_eq!(normalised(original), normalised(back), "{name}");
+        round_trip(name, tmp.path());
     }
 }
 

@@ -102,36 +102,12 @@ fn kfd_processes_are_merged_without_double_counting() {
 
 #[test]
 fn metrics_carry_job_labels_only_when_present() {
-    use std::io::{BufRead, BufReader};
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = bin()
-        .args([
-            "--root",
-            fixture("k8s-slurm-dmem").to_str().unwrap(),
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--min-process-bytes",
-            "1MiB",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let text = ureq::get(&format!("http://127.0.0.1:{port}/metrics"))
+    let s = serve_root(&fixture("k8s-slurm-dmem"), &["--min-process-bytes", "1MiB"]);
+    let text = ureq::get(&format!("{}/metrics", s.base))
         .call()
         .unwrap()
         .into_string()
         .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
     let pod_line = text
         .lines()
         .find(|l| l.starts_with("gpuledger_process_memory_bytes{pid=\"5001\""))

@@ -2,55 +2,8 @@
 
 mod common;
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start(root: &std::path::Path, interval: &str) -> Server {
-    let port = free_port();
-    let mut child = bin()
-        .arg("--root")
-        .arg(root)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--interval",
-            interval,
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("/metrics"), "{line}");
-    Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    }
-}
 
 fn get(url: &str) -> String {
     ureq::get(url)
@@ -74,7 +27,7 @@ fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 #[test]
 fn endpoints_and_values() {
-    let s = start(&fixture("seed-2622"), "1s");
+    let s = serve_root(&fixture("seed-2622"), &["--interval", "1s"]);
     let text = get(&format!("{}/metrics", s.base));
     assert_eq!(
         metric(
@@ -154,7 +107,7 @@ fn concurrent_scrapes_are_all_answered_and_memory_stays_flat() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
-    let s = start(&fixture("seed-2622"), "200ms");
+    let s = serve_root(&fixture("seed-2622"), &["--interval", "200ms"]);
     let url = format!("{}/metrics", s.base);
     for _ in 0..50 {
         get(&url);
@@ -269,7 +222,7 @@ fn prometheus_scrapes_a_live_simulation() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("sim");
     let _sim = live_sim(&tree, "20s", &[]);
-    let s = start(&tree, "250ms");
+    let s = serve_root(&tree, &["--interval", "250ms"]);
     let target = s.base.trim_start_matches("http://").to_string();
     let config = tmp.path().join("prometheus.yml");
     std::fs::write(
@@ -326,7 +279,7 @@ fn prometheus_scrapes_a_live_simulation() {
 fn malformed_requests_and_slow_clients_do_not_stop_it() {
     use std::io::{Read, Write};
     use std::net::TcpStream;
-    let s = start(&fixture("seed-2605"), "1s");
+    let s = serve_root(&fixture("seed-2605"), &["--interval", "1s"]);
     let addr = s.base.trim_start_matches("http://").to_string();
     for junk in [
         &b"\x00\xff\xfe garbage\r\n\r\n"[..],

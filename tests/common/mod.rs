@@ -90,3 +90,50 @@ pub fn live_sim(tree: &Path, secs: &str, extra: &[&str]) -> LiveSim {
     }
     LiveSim(child)
 }
+
+/// A running `gpuledger serve`; killed when dropped.
+pub struct Server {
+    /// The process.
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `gpuledger --root ROOT serve --listen 127.0.0.1:PORT EXTRA…` and waits until it listens.
+pub fn serve_root(root: &Path, extra: &[&str]) -> Server {
+    use std::io::{BufRead, BufReader};
+    let port = free_port();
+    let mut child = bin()
+        .arg("--root")
+        .arg(root)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(extra)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("/metrics"), "{line}");
+    Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    }
+}
