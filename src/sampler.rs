@@ -97,6 +97,10 @@ pub struct Sampler {
     fd_count_in_size: bool,
     /// NVML, on live roots where libnvidia-ml loads.
     nvml: Option<Box<dyn NvmlSource>>,
+    /// KFD `gpu_id` → PCI slot, refreshed with the devices.
+    kfd_topology: BTreeMap<String, String>,
+    /// Root cgroup `dmem.capacity`, refreshed with the devices.
+    dmem_capacity: BTreeMap<String, u64>,
 }
 
 impl Sampler {
@@ -119,6 +123,8 @@ impl Sampler {
             page_size,
             fd_count_in_size,
             nvml: None,
+            kfd_topology: BTreeMap::new(),
+            dmem_capacity: BTreeMap::new(),
         }
         .with_live_nvml()
     }
@@ -185,7 +191,7 @@ impl Sampler {
             }
         }
         let in_scope = self.in_scope(&pids);
-        let kfd_topology = kfd::topology(&self.root);
+        let kfd_topology = std::mem::take(&mut self.kfd_topology);
         let asleep: BTreeSet<String> = self
             .devices
             .iter()
@@ -211,6 +217,7 @@ impl Sampler {
                 }
             }
         }
+        self.kfd_topology = kfd_topology;
         Ok(Snapshot {
             time_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -229,7 +236,7 @@ impl Sampler {
                     .map(|p| cgroup::read_cgroup(&self.root, p))
                     .collect()
             },
-            dmem_capacity: cgroup::read_dmem_capacity(&self.root),
+            dmem_capacity: self.dmem_capacity.clone(),
             processes,
             nvml: nv,
             stats,
@@ -242,6 +249,8 @@ impl Sampler {
             .is_none_or(|t| now.duration_since(t) >= self.opts.device_period);
         if stale {
             self.devices = scan_devices(&self.root);
+            self.kfd_topology = kfd::topology(&self.root);
+            self.dmem_capacity = cgroup::read_dmem_capacity(&self.root);
             self.devices_at = Some(now);
         }
     }

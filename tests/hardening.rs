@@ -82,18 +82,7 @@ fn sigkill_at_random_points_loses_at_most_the_last_interval() {
         seed ^= seed << 17;
         let wait = 150 + seed % 600;
         let ledger = tmp.path().join(format!("k{i}.ledger"));
-        let mut child = bin()
-            .args([
-                "record",
-                "--all",
-                "--interval",
-                "50ms",
-                "-o",
-                ledger.to_str().unwrap(),
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = record_all(&ledger);
         std::thread::sleep(Duration::from_millis(wait));
         let killed_at = now_ms();
         child.kill().unwrap();

@@ -167,18 +167,7 @@ fn record_forwards_sigterm_to_the_command() {
 fn recorder_killed_with_sigkill_leaves_a_readable_file() {
     let tmp = tempfile::tempdir().unwrap();
     let ledger = tmp.path().join("killed.ledger");
-    let mut child = bin()
-        .args([
-            "record",
-            "--all",
-            "--interval",
-            "50ms",
-            "-o",
-            ledger.to_str().unwrap(),
-        ])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = record_all(&ledger);
     std::thread::sleep(Duration::from_millis(700));
     child.kill().unwrap();
     child.wait().unwrap();

@@ -137,3 +137,13 @@ pub fn serve_root(root: &Path, extra: &[&str]) -> Server {
         base: format!("http://127.0.0.1:{port}"),
     }
 }
+
+/// Starts `gpuledger record --all --interval 50ms -o LEDGER` in the background.
+pub fn record_all(ledger: &Path) -> std::process::Child {
+    bin()
+        .args(["record", "--all", "--interval", "50ms", "-o"])
+        .arg(ledger)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start record")
+}
