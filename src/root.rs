@@ -23,7 +23,7 @@ const MAX_LINK_HOPS: usize = 40;
 #[derive(Debug, Error)]
 pub enum RootError {
     /// The path does not exist or cannot be read.
-    #[error("cannot open root {path}: {source}")]
+    #[error("cannot open root {path}")]
     Open {
         /// The path given.
         path: PathBuf,

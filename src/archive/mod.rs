@@ -1,0 +1,271 @@
+//! Capture archives: a capture tree packed as `.tar.zst` (or plain `.tar`).
+//!
+//! An archive is hostile input (a capture attached to a bug report by anyone). It is read twice:
+//!
+//! 1. **Validate**, writing nothing: every entry's name, type and size is checked, the entry count
+//!    and the unpacked total are capped, and the bytes the tar reader may consume between two
+//!    entries (headers, GNU long names, pax records) are bounded by a [`meter::Meter`] under it, so
+//!    a header bomb costs at most [`MAX_HEADER_BYTES`] of reading and memory per entry. A refused
+//!    archive leaves nothing on disk and fails in the time it takes to read its headers.
+//! 2. **Unpack** into a new private directory through a directory handle ([`beneath`]): no path
+//!    component is ever followed through a symlink, so no entry can be written outside, whatever
+//!    the order of links and files. Symlinks are created last and only as data: [`crate::root::Root`]
+//!    resolves them inside the root, and the root itself is never a symlink ([`tree_base`]).
+//!
+//! Unpacking rather than serving the archive from memory keeps one code path for capture
+//! directories, simulations and archives (all are trees that `Root` reads the same way).
+
+mod beneath;
+mod meter;
+
+use beneath::Beneath;
+use meter::{Meter, Metered};
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
+use thiserror::Error;
+
+/// Largest single file accepted from an archive.
+pub const MAX_ENTRY_BYTES: u64 = 16 << 20;
+/// Largest unpacked tree accepted from an archive.
+pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
+/// Most entries accepted from an archive.
+pub const MAX_ENTRIES: usize = 200_000;
+/// Most bytes of headers, long names and pax records read for one entry.
+pub const MAX_HEADER_BYTES: u64 = 64 << 10;
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+const BLOCK: u64 = 512;
+
+/// A capture archive that cannot be used.
+#[derive(Debug, Error)]
+pub enum ArchiveError {
+    /// Reading or unpacking failed.
+    #[error("cannot read capture archive {path}")]
+    Io {
+        /// The archive.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// An entry would be written outside the tree, is not a plain file, directory or symlink, or
+    /// exceeds a limit.
+    #[error("capture archive {path} has a refused entry {entry:?}: {why}")]
+    Refused {
+        /// The archive.
+        path: PathBuf,
+        /// The entry's name as stored (or the last good entry, for header refusals).
+        entry: String,
+        /// Why it was refused.
+        why: String,
+    },
+}
+
+/// Unpacks `path` into a new private temporary directory.
+pub fn extract(path: &Path) -> Result<tempfile::TempDir, ArchiveError> {
+    extract_in(path, &std::env::temp_dir())
+}
+
+/// Unpacks `path` into a new private directory created inside `parent`.
+pub fn extract_in(path: &Path, parent: &Path) -> Result<tempfile::TempDir, ArchiveError> {
+    let io_err = |source| ArchiveError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    walk(path, &mut |_, _| Ok(()))?;
+    let dir = tempfile::Builder::new()
+        .prefix("gpuledger-root-")
+        .tempdir_in(parent)
+        .map_err(io_err)?;
+    let dest = Beneath::open(dir.path()).map_err(io_err)?;
+    let mut links = Vec::new();
+    walk(path, &mut |item, data| match item {
+        Item::Dir(rel) => dest.create_dir_all(&rel),
+        Item::File(rel) => io::copy(data, &mut dest.create_file(&rel)?).map(drop),
+        Item::Symlink(rel, target) => {
+            links.push((rel, target));
+            Ok(())
+        }
+    })?;
+    for (rel, target) in links {
+        dest.create_symlink(&rel, &target).map_err(|e| {
+            let why = match e.kind() {
+                io::ErrorKind::AlreadyExists => {
+                    "a symlink with the name of another entry (entries are never written through links)".into()
+                }
+                _ => format!("cannot be created: {e}"),
+            };
+            refused(path, &rel.to_string_lossy(), why)
+        })?;
+    }
+    Ok(dir)
+}
+
+/// One validated entry, with its safe relative path.
+enum Item {
+    Dir(PathBuf),
+    File(PathBuf),
+    Symlink(PathBuf, PathBuf),
+}
+
+fn refused(path: &Path, entry: &str, why: impl Into<String>) -> ArchiveError {
+    ArchiveError::Refused {
+        path: path.to_path_buf(),
+        entry: entry.to_string(),
+        why: why.into(),
+    }
+}
+
+/// Opens the archive, decompressing when its content (not its name) says zstd.
+fn open_stream(path: &Path) -> io::Result<Box<dyn Read>> {
+    let mut file = File::open(path)?;
+    let mut magic = [0u8; 4];
+    let n = file.read(&mut magic)?;
+    let file = File::open(path)?;
+    Ok(if n == 4 && magic == ZSTD_MAGIC {
+        Box::new(zstd::Decoder::new(file)?)
+    } else {
+        Box::new(file)
+    })
+}
+
+/// Reads every entry under the limits and hands each validated one (with its data) to `visit`.
+fn walk(
+    path: &Path,
+    visit: &mut dyn FnMut(Item, &mut dyn Read) -> io::Result<()>,
+) -> Result<(), ArchiveError> {
+    let io_err = |source| ArchiveError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meter = Rc::new(Meter::default());
+    let stream = Metered::new(open_stream(path).map_err(io_err)?, meter.clone());
+    let mut archive = tar::Archive::new(stream);
+    let mut total = 0u64;
+    let mut last = String::from("(start of archive)");
+    meter.allow(MAX_HEADER_BYTES);
+    for (count, entry) in archive.entries().map_err(io_err)?.enumerate() {
+        let mut entry = entry.map_err(|e| match meter.exhausted() {
+            true => refused(
+                path,
+                &last,
+                "the next entry's headers (long name or pax records) exceed 64 KiB",
+            ),
+            false => io_err(e),
+        })?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        if count >= MAX_ENTRIES {
+            return Err(refused(
+                path,
+                &name,
+                format!("the archive has more than {MAX_ENTRIES} entries"),
+            ));
+        }
+        let size = entry.header().size().map_err(io_err)?;
+        if size > MAX_ENTRY_BYTES {
+            return Err(refused(path, &name, "file larger than 16 MiB"));
+        }
+        total += size;
+        if total > MAX_TOTAL_BYTES {
+            return Err(refused(path, &name, "unpacked tree would exceed 1 GiB"));
+        }
+        meter.allow(size.div_ceil(BLOCK) * BLOCK + MAX_HEADER_BYTES);
+        if let Some(item) = classify(path, &name, &entry)? {
+            visit(item, &mut entry)
+                .map_err(|e| refused(path, &name, format!("cannot be unpacked: {e}")))?;
+        }
+        last = name;
+    }
+    Ok(())
+}
+
+/// The entry as an [`Item`], `None` for entries that carry no file (the archive's own `.`, pax
+/// global headers), or a refusal.
+fn classify(
+    path: &Path,
+    name: &str,
+    entry: &tar::Entry<'_, impl Read>,
+) -> Result<Option<Item>, ArchiveError> {
+    use tar::EntryType as T;
+    let kind = entry.header().entry_type();
+    if matches!(kind, T::XGlobalHeader | T::XHeader) {
+        return Ok(None);
+    }
+    let rel = entry
+        .path()
+        .map_err(|e| refused(path, name, format!("unusable name: {e}")))?;
+    let Some(rel) =
+        safe_relative(&rel).ok_or_else(|| refused(path, name, "absolute or '..' path"))?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(match kind {
+        T::Directory => Item::Dir(rel),
+        T::Regular | T::Continuous => Item::File(rel),
+        T::Symlink => {
+            let target = entry
+                .link_name()
+                .ok()
+                .flatten()
+                .ok_or_else(|| refused(path, name, "symlink without a usable target"))?;
+            Item::Symlink(rel, target.into_owned())
+        }
+        _ => {
+            return Err(refused(
+                path,
+                name,
+                "not a regular file, directory or symlink (device, FIFO or hard link)",
+            ))
+        }
+    }))
+}
+
+/// `Some(None)` for the archive's own `.` entry, `Some(path)` for a safe relative path, `None` if unsafe.
+fn safe_relative(p: &Path) -> Option<Option<PathBuf>> {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some((!out.as_os_str().is_empty()).then_some(out))
+}
+
+/// The directory holding `proc/`: the unpacked root itself, or its single top-level directory.
+/// Only real directories count: a top-level symlink (`x -> /`) is never taken as the root.
+pub fn tree_base(dir: &Path) -> PathBuf {
+    let is_real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if is_real_dir(&dir.join("proc")) {
+        return dir.to_path_buf();
+    }
+    let mut subdirs = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| is_real_dir(p) && is_real_dir(&p.join("proc")));
+    match (subdirs.next(), subdirs.next()) {
+        (Some(only), None) => only,
+        _ => dir.to_path_buf(),
+    }
+}
+
+/// Packs the tree at `src` into a zstd-compressed tar at `out` (written atomically).
+pub fn pack(src: &Path, out: &Path) -> io::Result<()> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+    let tmp = tempfile::NamedTempFile::new_in(parent.unwrap_or(Path::new(".")))?;
+    {
+        let enc = zstd::Encoder::new(tmp.as_file(), 9)?.auto_finish();
+        let mut builder = tar::Builder::new(enc);
+        builder.follow_symlinks(false);
+        builder.append_dir_all(".", src)?;
+        builder.into_inner()?;
+    }
+    tmp.persist(out).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
