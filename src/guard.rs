@@ -112,10 +112,10 @@ pub fn check(
         }
     }
     match (policy.max_driver_held, h.driver_held()) {
-        (Some(max), Some((held, source))) if held > max => Some(Trip::DriverHeld {
-            held,
+        (Some(max), Some(e)) if e.bytes > max => Some(Trip::DriverHeld {
+            held: e.bytes,
             max,
-            source: source.to_string(),
+            source: e.counter.as_str().to_string(),
         }),
         _ => None,
     }

@@ -313,3 +313,60 @@ fn explain_and_errors_name_the_problem() {
         "{err}"
     );
 }
+
+#[test]
+fn one_process_over_two_devices_mirrors_on_each() {
+    let doc = snapshot("b70-one-process");
+    let mirrors = findings_of(&doc, "peer_mirror");
+    let peers: Vec<(&str, &str)> = mirrors
+        .iter()
+        .map(|f| (f["peer"].as_str().unwrap(), f["device"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        peers,
+        [
+            ("0000:03:00.0", "0000:04:00.0"),
+            ("0000:04:00.0", "0000:03:00.0")
+        ]
+        .iter()
+        .copied()
+        .filter(|p| peers.contains(p))
+        .collect::<Vec<_>>()
+    );
+    assert_eq!(mirrors.len(), 2, "{mirrors:?}");
+    assert!(mirrors.iter().all(|f| f["pid"] == 7100
+        && f["severity"] == "critical"
+        && f["source"] == "nr_gpu_active"));
+}
+
+#[test]
+fn same_sized_gtt_on_the_owning_card_is_found() {
+    let doc = snapshot("b70-owning-card");
+    let mirrors = findings_of(&doc, "peer_mirror");
+    assert_eq!(mirrors.len(), 1, "{mirrors:?}");
+    assert_eq!(mirrors[0]["peer"], "0000:03:00.0");
+    assert_eq!(mirrors[0]["device"], "0000:03:00.0");
+    let msg = mirrors[0]["message"].as_str().unwrap();
+    assert!(msg.contains("its own VRAM there"), "{msg}");
+}
+
+#[test]
+fn integrated_gpu_working_memory_is_never_a_mirror() {
+    let doc = snapshot("apu-plus-dgpu");
+    assert!(findings_of(&doc, "peer_mirror").is_empty(), "{doc}");
+    let apu = doc["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["id"] == "0000:c4:00.0")
+        .unwrap();
+    assert_eq!(apu["integrated"], "kfd_apu_node");
+    let i915 = snapshot("i915");
+    let igpu = i915["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["id"] == "0000:00:02.0")
+        .unwrap();
+    assert_eq!(igpu["integrated"], "no_local_region");
+}

@@ -32,8 +32,8 @@ fn event(
             "trip": trip,
             "mem_total": ledger.host.mem_total,
             "mem_available": ledger.host.mem_available,
-            "driver_held": ledger.host.driver_held().map(|(b, _)| b),
-            "driver_held_source": ledger.host.driver_held().map(|(_, s)| s),
+            "driver_held": ledger.host.driver_held().map(|e| e.bytes),
+            "driver_held_source": ledger.host.driver_held().map(|e| e.counter.as_str()),
             "pids": pids,
             "findings": findings,
         });

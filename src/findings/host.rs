@@ -1,15 +1,16 @@
 //! Host-side findings: `driver_held_host` and `host_pressure`.
 
 use super::{percent, Finding, Kind, Severity, Thresholds};
-use crate::ledger::Ledger;
+use crate::ledger::{HeldCounter, Ledger};
 use crate::units::human_bytes;
 
 pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
-    let (held, source) = ledger.host.driver_held()?;
+    let e = ledger.host.driver_held()?;
+    let held = e.bytes;
     let total = ledger.host.mem_total?;
     let per_fd = ledger.host_class_resident();
     // The residual alone is no proof of a GPU driver: only count it when GPU clients hold host memory.
-    if source == "unaccounted" && per_fd == 0 {
+    if e.counter == HeldCounter::Unaccounted && per_fd == 0 && e.pinned_shmem == 0 {
         return None;
     }
     let floor = t
@@ -19,16 +20,18 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
         return None;
     }
     let explained = (per_fd as f64 / held as f64).min(1.0);
-    let what = if source == "unaccounted" {
+    let what = if e.counter == HeldCounter::Unaccounted {
         format!(
-            "{} of host RAM ({:.0} % of MemTotal) is in use with no kernel counter explaining it (unaccounted; this kernel has no GPUActive)",
+            "{} of host RAM ({:.0} % of MemTotal) is held for GPUs with no kernel GPU counter explaining it ({}; this kernel has no GPUActive)",
             human_bytes(held),
-            percent(held, total)
+            percent(held, total),
+            super::peer_mirror::parts(&e)
         )
     } else {
         format!(
-            "the GPU driver holds {} of host RAM ({source}, {:.0} % of MemTotal)",
+            "the GPU driver holds {} of host RAM ({}, {:.0} % of MemTotal)",
             human_bytes(held),
+            super::peer_mirror::parts(&e),
             percent(held, total)
         )
     };
@@ -52,7 +55,7 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
         bytes: held,
         ratio: Some(explained),
         backing: None,
-        source: Some(source.to_string()),
+        source: Some(e.counter.as_str().to_string()),
     })
 }
 

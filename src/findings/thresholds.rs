@@ -8,11 +8,14 @@ use thiserror::Error;
 pub struct Thresholds {
     /// peer_mirror: least host-class bytes on the peer.
     pub peer_min_bytes: u64,
-    /// peer_mirror: least share of the home device's local resident bytes.
+    /// peer_mirror: least share of the device-local bytes it could mirror.
     pub peer_min_ratio: f64,
-    /// peer_mirror: another device's VRAM use at or above this share of the home device's makes
-    /// the home ambiguous, and no finding is made.
-    pub home_margin: f64,
+    /// peer_mirror: most multiple of the device-local bytes it could mirror (a mirror cannot be
+    /// larger than what it mirrors, beyond this margin).
+    pub peer_max_ratio: f64,
+    /// peer_mirror on the owning device's own fd: least host-class bytes (a runtime's ordinary
+    /// staging and command buffers are hundreds of MiB and can match a small early working set).
+    pub peer_own_min_bytes: u64,
     /// Host evidence share of mirrored bytes at or above which backing is `pinned`.
     pub backing_pinned: f64,
     /// Share below which backing is `not_pinned`.
@@ -30,7 +33,8 @@ impl Default for Thresholds {
         Thresholds {
             peer_min_bytes: 256 << 20,
             peer_min_ratio: 0.25,
-            home_margin: 0.5,
+            peer_max_ratio: 1.25,
+            peer_own_min_bytes: 1 << 30,
             backing_pinned: 0.5,
             backing_not_pinned: 0.1,
             driver_held_min_bytes: 1 << 30,
@@ -60,10 +64,11 @@ pub enum ThresholdError {
 
 impl Thresholds {
     /// Names accepted by [`Thresholds::set`].
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "peer.min_bytes",
         "peer.min_ratio",
-        "peer.home_margin",
+        "peer.max_ratio",
+        "peer.own_min_bytes",
         "backing.pinned",
         "backing.not_pinned",
         "driver_held.min_bytes",
@@ -94,7 +99,15 @@ impl Thresholds {
         match name.trim() {
             "peer.min_bytes" => self.peer_min_bytes = bytes()?,
             "peer.min_ratio" => self.peer_min_ratio = share()?,
-            "peer.home_margin" => self.home_margin = share()?,
+            "peer.max_ratio" => {
+                self.peer_max_ratio = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| (1.0..=10.0).contains(v))
+                    .ok_or_else(bad)?
+            }
+            "peer.own_min_bytes" => self.peer_own_min_bytes = bytes()?,
             "backing.pinned" => self.backing_pinned = share()?,
             "backing.not_pinned" => self.backing_not_pinned = share()?,
             "driver_held.min_bytes" => self.driver_held_min_bytes = bytes()?,

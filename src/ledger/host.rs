@@ -1,7 +1,67 @@
-//! Host totals: MemTotal, MemAvailable, GPU page counters and the unaccounted residual.
+//! Host totals: MemTotal, MemAvailable, GPU page counters, the unaccounted residual, and the one
+//! definition of driver-held host memory built from them.
 
 use crate::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The kernel counter that driver-held host memory starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HeldCounter {
+    /// `/proc/meminfo` GPUActive (TTM pool pages in GPU objects; Linux 7.1+).
+    #[serde(rename = "GPUActive")]
+    GpuActive,
+    /// `/proc/vmstat` nr_gpu_active × page size.
+    #[serde(rename = "nr_gpu_active")]
+    NrGpuActive,
+    /// No GPU page counter: the residual that no meminfo counter explains.
+    #[serde(rename = "unaccounted")]
+    Unaccounted,
+}
+
+impl HeldCounter {
+    /// The counter's name as the kernel (or DESIGN.md, for the residual) spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeldCounter::GpuActive => "GPUActive",
+            HeldCounter::NrGpuActive => "nr_gpu_active",
+            HeldCounter::Unaccounted => "unaccounted",
+        }
+    }
+
+    /// Reads a name written by [`HeldCounter::as_str`].
+    pub fn parse(name: &str) -> Option<HeldCounter> {
+        [Self::GpuActive, Self::NrGpuActive, Self::Unaccounted]
+            .into_iter()
+            .find(|c| c.as_str() == name)
+    }
+}
+
+impl fmt::Display for HeldCounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Driver-held host memory, with its parts.
+///
+/// `bytes` = `counter_bytes` + `pinned_shmem`. The parts never overlap: GPUActive counts TTM pool
+/// pages only; the unaccounted residual subtracts Cached, which holds Shmem; and NVIDIA pinned
+/// host memory (cudaHostAlloc) sits in Shmem, where gpuledger attributes it per process from
+/// RssShmem. `other_unaccounted` is the residual beyond the GPU page counter: shown, never added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverHeld {
+    /// The total.
+    pub bytes: u64,
+    /// The kernel counter used.
+    pub counter: HeldCounter,
+    /// Its value.
+    pub counter_bytes: u64,
+    /// Pinned host memory filed under Shmem and attributed per process (NVIDIA `pinned-shmem`).
+    pub pinned_shmem: u64,
+    /// With a GPU page counter: the unaccounted residual beyond it (not part of `bytes`).
+    pub other_unaccounted: Option<u64>,
+}
 
 /// Host memory totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,16 +78,40 @@ pub struct HostTotals {
     pub gpu_active_source: Option<String>,
     /// Memory the kernel handed out that no meminfo counter explains (DESIGN.md formula).
     pub unaccounted: Option<u64>,
+    /// Pinned host memory attributed per process under Shmem (NVIDIA `pinned-shmem`), summed.
+    #[serde(default)]
+    pub pinned_shmem: Option<u64>,
 }
 
 impl HostTotals {
-    /// Driver-held host memory and the counter it came from: GPUActive, nr_gpu_active, else the
-    /// unaccounted residual.
-    pub fn driver_held(&self) -> Option<(u64, &str)> {
-        match (self.gpu_active, &self.gpu_active_source) {
-            (Some(v), Some(src)) => Some((v, src.as_str())),
-            _ => self.unaccounted.map(|u| (u, "unaccounted")),
-        }
+    /// Driver-held host memory (DESIGN.md's one definition): the GPU page counter, else the
+    /// unaccounted residual, plus attributed pinned shmem. `None` without host counters.
+    pub fn driver_held(&self) -> Option<DriverHeld> {
+        let counter = match self
+            .gpu_active_source
+            .as_deref()
+            .and_then(HeldCounter::parse)
+        {
+            Some(c) if self.gpu_active.is_some() => c,
+            _ if self.unaccounted.is_some() => HeldCounter::Unaccounted,
+            _ => return None,
+        };
+        let counter_bytes = match counter {
+            HeldCounter::Unaccounted => self.unaccounted?,
+            _ => self.gpu_active?,
+        };
+        let pinned_shmem = self.pinned_shmem.unwrap_or(0);
+        let other_unaccounted = match counter {
+            HeldCounter::Unaccounted => None,
+            _ => self.unaccounted.map(|u| u.saturating_sub(counter_bytes)),
+        };
+        Some(DriverHeld {
+            bytes: counter_bytes.saturating_add(pinned_shmem),
+            counter,
+            counter_bytes,
+            pinned_shmem,
+            other_unaccounted,
+        })
     }
 }
 
@@ -69,7 +153,10 @@ pub(super) fn host_totals(s: &Snapshot) -> HostTotals {
             .saturating_mul(get("Hugepagesize").unwrap_or(0));
         total.saturating_sub(used.saturating_add(huge))
     });
+    let pinned: Vec<u64> = s.processes.iter().filter_map(|p| p.pinned_shmem).collect();
     HostTotals {
+        pinned_shmem: (!pinned.is_empty())
+            .then(|| pinned.iter().fold(0u64, |a, b| a.saturating_add(*b))),
         mem_total: get("MemTotal"),
         mem_available: get("MemAvailable"),
         gpu_active,

@@ -8,8 +8,9 @@
 
 mod accelerators;
 mod host;
+mod integrated;
 
-pub use host::HostTotals;
+pub use host::{DriverHeld, HeldCounter, HostTotals};
 
 use crate::snapshot::{ScanStats, Snapshot};
 use crate::sources::drm_devices::DeviceInfo;
@@ -257,17 +258,26 @@ impl Ledger {
                 && p.shared_with_others.is_empty())
         });
         processes.sort_by_key(|p| (p.rank.is_none(), p.rank, p.pid));
+        let mut devices = s.devices.clone();
+        integrated::mark(&mut devices, &clients);
         Ledger {
             time_ms: s.time_ms,
             root: s.root.clone(),
             host: host::host_totals(s),
-            devices: s.devices.clone(),
+            devices,
             processes,
             clients,
             stats: s.stats.clone(),
             cgroups: s.cgroups.clone(),
             dmem_capacity: s.dmem_capacity.clone(),
         }
+    }
+
+    /// Whether `device` is an integrated GPU (see [`IntegratedBy`]).
+    pub fn is_integrated(&self, device: &str) -> bool {
+        self.devices
+            .iter()
+            .any(|d| d.id == device && d.integrated.is_some())
     }
 
     /// Total host-class resident bytes over all clients.

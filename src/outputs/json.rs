@@ -2,8 +2,9 @@
 //! are `null`, never 0.
 
 use crate::findings::Finding;
-use crate::ledger::{Ledger, Usage};
+use crate::ledger::{DriverHeld, Ledger, Usage};
 use crate::snapshot::ScanStats;
+use crate::sources::drm_devices::IntegratedBy;
 use serde::Serialize;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -33,6 +34,8 @@ struct Host {
     gpu_reclaim: Option<u64>,
     gpu_active_source: Option<String>,
     unaccounted: Option<u64>,
+    pinned_shmem: Option<u64>,
+    driver_held: Option<DriverHeld>,
 }
 
 #[derive(Serialize)]
@@ -48,6 +51,7 @@ struct Device<'a> {
     vram_used: Option<u64>,
     gtt_total: Option<u64>,
     gtt_used: Option<u64>,
+    integrated: Option<IntegratedBy>,
 }
 
 #[derive(Serialize)]
@@ -110,6 +114,8 @@ pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
             gpu_reclaim: ledger.host.gpu_reclaim,
             gpu_active_source: ledger.host.gpu_active_source.clone(),
             unaccounted: ledger.host.unaccounted,
+            pinned_shmem: ledger.host.pinned_shmem,
+            driver_held: ledger.host.driver_held(),
         },
         devices: ledger
             .devices
@@ -126,6 +132,7 @@ pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
                 vram_used: d.vram_used,
                 gtt_total: d.gtt_total,
                 gtt_used: d.gtt_used,
+                integrated: d.integrated,
             })
             .collect(),
         processes: ledger

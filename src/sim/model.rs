@@ -291,6 +291,7 @@ impl Simulation {
             vram_used: None,
             gtt_total: None,
             gtt_used: None,
+            integrated: None,
         }
     }
 

@@ -42,6 +42,36 @@ pub struct DeviceInfo {
     /// amdgpu `mem_info_gtt_used`, bytes.
     #[serde(default)]
     pub gtt_used: Option<u64>,
+    /// The kernel fact that shows the device is integrated (shares host RAM as its working
+    /// memory); `None` when no fact says so.
+    #[serde(default)]
+    pub integrated: Option<IntegratedBy>,
+}
+
+/// Why a device is taken to be an integrated GPU. Its host-class memory is its working memory,
+/// never a mirror of another device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntegratedBy {
+    /// A platform device, not on PCI (SoC GPUs: msm, panfrost, panthor, v3d, etnaviv, lima…).
+    PlatformDevice,
+    /// amdgpu APU: its KFD topology node has CPU cores (`cpu_cores_count` > 0).
+    KfdApuNode,
+    /// i915/xe: its clients' fdinfo names no device-local region (discrete parts always print
+    /// `local0`/`vram0`, integrated ones only `system0`/`system`/`stolen*`).
+    NoLocalRegion,
+}
+
+/// Whether `id` has the PCI slot form `dddd:bb:dd.f`.
+pub fn is_pci_slot(id: &str) -> bool {
+    let b = id.as_bytes();
+    b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && [0, 1, 2, 3, 5, 6, 8, 9, 11]
+            .iter()
+            .all(|&i| b[i].is_ascii_hexdigit())
 }
 
 impl DeviceInfo {
@@ -73,8 +103,16 @@ pub fn scan_devices(root: &Root) -> Vec<DeviceInfo> {
         }
     }
     let mut out: Vec<DeviceInfo> = by_id.into_values().collect();
+    let apus = crate::sources::kfd::apu_slots(root);
     for d in &mut out {
         d.minors.sort_by_key(|m| minor_sort_key(m));
+        d.integrated = if !is_pci_slot(&d.id) {
+            Some(IntegratedBy::PlatformDevice)
+        } else if apus.contains(&d.id) {
+            Some(IntegratedBy::KfdApuNode)
+        } else {
+            None
+        };
     }
     out
 }
@@ -124,6 +162,7 @@ fn read_device(root: &Root, dev: &str, id: String) -> DeviceInfo {
         vram_used: read("mem_info_vram_used").and_then(|v| v.parse().ok()),
         gtt_total: read("mem_info_gtt_total").and_then(|v| v.parse().ok()),
         gtt_used: read("mem_info_gtt_used").and_then(|v| v.parse().ok()),
+        integrated: None,
     }
 }
 

@@ -5,7 +5,7 @@
 //! `location_id` = bus << 8 | device << 3 | function). AMD's SMI library reads the same files.
 
 use crate::root::Root;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `gpu_id` → PCI slot (`0000:c1:00.0`) from the KFD topology.
 pub fn topology(root: &Root) -> BTreeMap<String, String> {
@@ -45,6 +45,32 @@ pub fn topology(root: &Root) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+/// PCI slots of GPU nodes that share the package with CPU cores (APUs): kfd_topology.c sets
+/// `cpu_cores_count` in a node's `properties` for the CPU cores of that node, and an APU's single
+/// node has both `simd_count` and `cpu_cores_count`; a discrete GPU's node has no CPU cores.
+pub fn apu_slots(root: &Root) -> BTreeSet<String> {
+    let base = "sys/class/kfd/kfd/topology/nodes";
+    let topo = topology(root);
+    let Ok(nodes) = root.list_dir(base) else {
+        return BTreeSet::new();
+    };
+    nodes
+        .iter()
+        .filter_map(|n| {
+            let n = n.to_string_lossy();
+            let id = root.read_string(format!("{base}/{n}/gpu_id")).ok()?;
+            let props = root.read_string(format!("{base}/{n}/properties")).ok()?;
+            let cores = props.lines().find_map(|l| {
+                l.strip_prefix("cpu_cores_count ")?
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+            })?;
+            (cores > 0).then(|| topo.get(id.trim()).cloned()).flatten()
+        })
+        .collect()
 }
 
 /// The process's VRAM per PCI slot (only non-zero amounts).

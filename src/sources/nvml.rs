@@ -124,6 +124,7 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
         vram_used: Some(g.memory_used),
         gtt_total: None,
         gtt_used: None,
+        integrated: None,
     }
 }
 

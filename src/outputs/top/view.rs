@@ -41,9 +41,9 @@ pub fn draw(f: &mut Frame, s: &State) {
         human_bytes(total.saturating_sub(avail)),
         human_bytes(total),
         human_bytes(avail),
-        held.map(|(b, _)| human_bytes(b))
+        held.map(|e| human_bytes(e.bytes))
             .unwrap_or_else(|| "-".into()),
-        held.map(|(_, s)| s).unwrap_or("n/a")
+        held.map(|e| e.counter.as_str()).unwrap_or("n/a")
     );
     let low = (avail as f64) < total as f64 * 0.1;
     f.render_widget(
