@@ -35,9 +35,10 @@ pub(crate) fn visible(s: &str, keep_newlines: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Plain Markdown text (a table cell, a list item, a heading): controls made visible, `& < > " '`
-/// as HTML entities and the punctuation that starts emphasis, links, code or a table cell
-/// backslash-escaped, so the text renders as itself.
+/// Plain Markdown text (a table cell, a list item, a heading): controls made visible, `& < >` as
+/// HTML entities (quotes need none: Markdown text is never inside an HTML attribute) and the
+/// punctuation that starts emphasis, links, code or a table cell backslash-escaped, so the text
+/// renders as itself.
 pub(crate) fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in visible(s, false).chars() {
@@ -45,8 +46,6 @@ pub(crate) fn text(s: &str) -> String {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
             '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
                 out.push('\\');
                 out.push(c);
@@ -102,7 +101,7 @@ mod tests {
     fn text_cannot_open_html_or_links() {
         assert_eq!(
             text("<script>alert('x')</script> [a](b) *c* a|b"),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; \\[a\\](b) \\*c\\* a\\|b"
+            "&lt;script&gt;alert('x')&lt;/script&gt; \\[a\\](b) \\*c\\* a\\|b"
         );
         assert_eq!(text("a\nb\u{1b}[31m"), "a\\\\nb\\\\x1b\\[31m");
     }

@@ -40,7 +40,9 @@ fn origin(rec: &Recording) -> Origin {
     let live_root = root == "/" || root.starts_with("/ (proc: ");
     if let [only] = argv.as_slice() {
         if simulated && only.starts_with("simulate ") {
-            return Origin::Simulated(only.split_whitespace().map(String::from).collect());
+            let mut args: Vec<String> = only.split_whitespace().map(String::from).collect();
+            args.extend(["--out".into(), "DIR".into()]);
+            return Origin::Simulated(args);
         }
     }
     if simulated {
@@ -96,7 +98,7 @@ pub(super) fn steps(recordings: &[(String, Recording)]) -> String {
     let show = shell(&["gpuledger", "show", n]);
     match origin(rec) {
         Origin::Simulated(args) => format!(
-            "{} was made from gpuledger's simulator, not from a job on hardware; nothing in it ran on a GPU.\n\n1. {} writes the simulated machine (add `--out DIR`; `--live 60s` runs it in real time)\n2. `gpuledger --root DIR` reads it; `gpuledger demo` records this scenario\n",
+            "{} was made from gpuledger's simulator, not from a job on hardware; nothing in it ran on a GPU.\n\n1. {} writes the simulated machine (`--live 60s` rewrites it in real time)\n2. `gpuledger --root DIR` reads it; `gpuledger demo` records this scenario with both backings\n",
             code(n),
             shell(&with(&["gpuledger"], &args)),
         ),

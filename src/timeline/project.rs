@@ -214,7 +214,10 @@ mod tests {
                         _ => proptest::prop_assert!(o.rows.iter().all(|r| r.fits)),
                     }
                 }
-                Err(e) => proptest::prop_assert!(matches!(e, ProjectError::Overflow { .. })),
+                Err(e) => {
+                    let overflow = matches!(e, ProjectError::Overflow { .. });
+                    proptest::prop_assert!(overflow, "{:?}", e);
+                }
             }
         }
     }
