@@ -51,10 +51,21 @@ fn verdicts() {
 #[test]
 fn rows_past_64_ranks_are_judged() {
     let out = stdout_of(
-        &["project", "--ranks", "100", "--vram-per-rank", "1MiB", "--host-mem", "8GiB"],
+        &[
+            "project",
+            "--ranks",
+            "100",
+            "--vram-per-rank",
+            "1MiB",
+            "--host-mem",
+            "8GiB",
+        ],
         0,
     );
-    let rows: Vec<&str> = out.lines().filter(|l| l.ends_with("fit") || l.ends_with("fits")).collect();
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.ends_with("fit") || l.ends_with("fits"))
+        .collect();
     assert_eq!(rows.len(), 99, "{out}");
     assert!(rows[89].trim_start().starts_with("91 ") && rows[89].ends_with(" fits"));
     assert!(rows[90].trim_start().starts_with("92 ") && rows[90].ends_with("does not fit"));

@@ -132,11 +132,7 @@ fn outside_fences(md: &str) -> Vec<&str> {
 #[test]
 fn hostile_names_and_environment_cannot_inject_markup() {
     let (_tmp, root) = copy_fixture("amdgpu");
-    std::fs::write(
-        root.join("proc/3100/comm"),
-        "<script>alert(1)</script>\n",
-    )
-    .unwrap();
+    std::fs::write(root.join("proc/3100/comm"), "<script>alert(1)</script>\n").unwrap();
     std::fs::write(
         root.join("proc/3100/environ"),
         "HIP_VISIBLE_DEVICES=1\0NCCL_DEBUG=x\x1b[2J```\n## Injected | [x](http://e) <img src=x>\0",
@@ -218,7 +214,17 @@ fn steps_keep_the_command_quoting() {
     let rec = tmp.path().join("quoted.ledger");
     let rec = rec.to_str().unwrap();
     let script = "trap \"echo it's over\" TERM; exit 0";
-    record(&["record", "-o", rec, "--interval", "50ms", "--", "sh", "-c", script]);
+    record(&[
+        "record",
+        "-o",
+        rec,
+        "--interval",
+        "50ms",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
     let root = fixture("amdgpu");
     let out = stdout_of(&["--root", root.to_str().unwrap(), "report", rec], 0);
     let line = out
@@ -234,7 +240,10 @@ fn steps_keep_the_command_quoting() {
         ["gpuledger", "record", "-o", rec, "--", "sh", "-c", script],
         "{line}"
     );
-    assert!(line.ends_with(r#" -- sh -c "trap \"echo it's over\" TERM; exit 0"`"#), "{line}");
+    assert!(
+        line.ends_with(r#" -- sh -c "trap \"echo it's over\" TERM; exit 0"`"#),
+        "{line}"
+    );
 }
 
 #[test]
@@ -246,7 +255,18 @@ fn simulated_recordings_say_so() {
     {
         let _sim = live_sim(&tree, "30s", &[]);
         let t = tree.to_str().unwrap();
-        record(&["--root", t, "record", "-o", rec, "--interval", "100ms", "--", "sleep", "0.5"]);
+        record(&[
+            "--root",
+            t,
+            "record",
+            "-o",
+            rec,
+            "--interval",
+            "100ms",
+            "--",
+            "sleep",
+            "0.5",
+        ]);
     }
     let out = stdout_of(&["--root", tree.to_str().unwrap(), "report", rec], 0);
     assert!(out.contains("read a simulated machine"), "{out}");
@@ -260,9 +280,19 @@ fn simulated_recordings_say_so() {
     let demo = tmp.path().join("demo");
     record(&["demo", "--keep", demo.to_str().unwrap()]);
     let a = demo.join("A-eager.ledger");
-    let out = stdout_of(&["--root", tree.to_str().unwrap(), "report", a.to_str().unwrap()], 0);
+    let out = stdout_of(
+        &[
+            "--root",
+            tree.to_str().unwrap(),
+            "report",
+            a.to_str().unwrap(),
+        ],
+        0,
+    );
     assert!(out.contains("made from gpuledger's simulator"), "{out}");
-    assert!(out.contains("1. `gpuledger simulate ddp-peer-mirror --ranks 2 --backing eager --out DIR` writes"));
+    assert!(out.contains(
+        "1. `gpuledger simulate ddp-peer-mirror --ranks 2 --backing eager --out DIR` writes"
+    ));
     assert!(!out.contains("-- simulate"), "{out}");
 }
 
@@ -271,7 +301,10 @@ fn nvidia_driver_comes_from_the_captured_nvml_answers() {
     let root = fixture("nvidia");
     let out = stdout_of(&["--root", root.to_str().unwrap(), "report"], 0);
     assert!(out.contains("| NVIDIA driver | 580.159 (NVML) |"), "{out}");
-    assert!(out.contains("| kernel driver nvidia | 580.159 (NVML) |"), "{out}");
+    assert!(
+        out.contains("| kernel driver nvidia | 580.159 (NVML) |"),
+        "{out}"
+    );
     assert!(!out.contains("NVIDIA driver | not found"));
 }
 
@@ -283,9 +316,15 @@ fn usage_rows_name_the_interface_they_came_from() {
     assert!(amd.contains("drm-resident-vram: 14680064 KiB"));
     let nv = report("nvidia");
     assert!(nv.contains("  NVML vram on 0000:18:00.0: 8.5 GiB"), "{nv}");
-    assert!(nv.contains("  smaps pinned-shmem on 0000:18:00.0: 4.0 GiB"), "{nv}");
+    assert!(
+        nv.contains("  smaps pinned-shmem on 0000:18:00.0: 4.0 GiB"),
+        "{nv}"
+    );
     assert!(report("rocm-kfd").contains("  KFD kfd-vram on 0000:c1:00.0: 11.0 GiB"));
-    let json = json_of(&["--root", fixture("nvidia").to_str().unwrap(), "--json"], 0);
+    let json = json_of(
+        &["--root", fixture("nvidia").to_str().unwrap(), "--json"],
+        0,
+    );
     let sources: Vec<&str> = json["processes"][0]["usage"]
         .as_array()
         .unwrap()

@@ -6,7 +6,8 @@ use gpuledger::ledger::Ledger;
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::timeline::peaks;
-use gpuledger::timeline::project::{peers_per_rank, project, Outlook, Peers, ProjectError, MAX_RANKS,
+use gpuledger::timeline::project::{
+    peers_per_rank, project, Outlook, Peers, ProjectError, MAX_RANKS,
 };
 use gpuledger::units::{human_bytes, parse_size_spec, SizeSpec};
 use std::path::Path;

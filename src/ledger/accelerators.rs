@@ -22,7 +22,13 @@ pub(super) fn nvidia_usage(s: &Snapshot, p: &ProcessSample) -> Vec<Usage> {
         .iter()
         .filter_map(|g| {
             let (_, used) = g.processes.iter().find(|(pid, _)| *pid == p.pid)?;
-            Some(usage(&g.bus_id, "vram", MemClass::Device, UsageSource::Nvml, *used))
+            Some(usage(
+                &g.bus_id,
+                "vram",
+                MemClass::Device,
+                UsageSource::Nvml,
+                *used,
+            ))
         })
         .collect();
     if let (Some(first), Some(pinned)) = (

@@ -59,7 +59,9 @@ pub fn classify(region: &str) -> MemClass {
 }
 
 /// The kernel or library interface a usage row was read from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum UsageSource {
     /// DRM fdinfo (drm-usage-stats).

@@ -8,7 +8,8 @@
 use std::borrow::Cow;
 
 fn is_hidden(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `s` with control, zero-width and bidi characters written as escapes; `keep_newlines` leaves
@@ -118,7 +119,10 @@ mod tests {
 
     #[test]
     fn controls_become_visible() {
-        assert_eq!(visible("a\u{1b}b\u{202e}c\td", false), "a\\x1bb\\u{202e}c\\td");
+        assert_eq!(
+            visible("a\u{1b}b\u{202e}c\td", false),
+            "a\\x1bb\\u{202e}c\\td"
+        );
         assert_eq!(visible("a\nb\r", true), "a\nb\\r");
         assert!(matches!(visible("plain", false), Cow::Borrowed(_)));
     }

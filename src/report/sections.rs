@@ -292,13 +292,7 @@ fn recordings(input: &ReportInput) -> String {
             diff::Value::Text(x) => text(x),
         };
         for r in &d.rows {
-            let _ = writeln!(
-                t,
-                "| {} | {} | {} |",
-                text(&r.what),
-                show(&r.a),
-                show(&r.b)
-            );
+            let _ = writeln!(t, "| {} | {} | {} |", text(&r.what), show(&r.a), show(&r.b));
         }
         let _ = writeln!(t, "\n{}\n", text(&d.verdict));
     }

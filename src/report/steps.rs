@@ -51,12 +51,14 @@ fn origin(rec: &Recording) -> Origin {
     if !live_root {
         return Origin::Tree { root, argv };
     }
-    let attach = !argv.is_empty()
-        && argv
-            .iter()
-            .all(|a| a == "--all" || a.starts_with("--pid "));
+    let attach = !argv.is_empty() && argv.iter().all(|a| a == "--all" || a.starts_with("--pid "));
     if attach {
-        return Origin::Attach(argv.iter().flat_map(|a| a.split(' ')).map(String::from).collect());
+        return Origin::Attach(
+            argv.iter()
+                .flat_map(|a| a.split(' '))
+                .map(String::from)
+                .collect(),
+        );
     }
     Origin::Live(argv)
 }

@@ -159,14 +159,23 @@ mod tests {
     fn table_of_cases_including_extremes() {
         const TIB: u64 = 1 << 40;
         // (max ranks, peers, mirror, MemTotal, in use, first that does not fit, rows that fit)
-        let cases: [(u32, Peers, u64, u64, u64, Option<u32>, usize); 7] = [
+        type Case = (u32, Peers, u64, u64, u64, Option<u32>, usize);
+        let cases: [Case; 7] = [
             (4, Peers::All, 17 * GIB, 64 * GIB, 20 * GIB, Some(3), 1),
             (8, Peers::Ring, GIB, 64 * GIB, 0, Some(32), 7),
             // --ranks 100: 92 × 91 × 1 MiB is the first to reach 8 GiB, past the old search's 64.
             (100, Peers::All, 1 << 20, 8 * GIB, 0, Some(92), 90),
             (2, Peers::All, 0, 0, 0, Some(2), 0),
             (1024, Peers::All, 0, GIB, 0, None, 1023),
-            (1024, Peers::All, u64::MAX / (1024 * 1023), u64::MAX, 0, None, 1023),
+            (
+                1024,
+                Peers::All,
+                u64::MAX / (1024 * 1023),
+                u64::MAX,
+                0,
+                None,
+                1023,
+            ),
             (2, Peers::Ring, 4_000_000 * TIB, u64::MAX, 0, Some(3), 1),
         ];
         for (max, peers, mirror, total, used, bad, fitting) in cases {
@@ -182,7 +191,10 @@ mod tests {
     fn absurd_sizes_are_an_error_not_a_wrap() {
         let mirror = 4_000_000u64 << 40; // --vram-per-rank 4000000TiB
         let e = project(8, Peers::All, mirror, 64 * GIB, 0).unwrap_err();
-        assert!(matches!(e, ProjectError::Overflow { ranks: 3, .. }), "{e:?}");
+        assert!(
+            matches!(e, ProjectError::Overflow { ranks: 3, .. }),
+            "{e:?}"
+        );
         assert!(e.to_string().contains("exceeds 16 EiB"), "{e}");
         assert_eq!(needed(3, Peers::All, mirror), None);
         assert_eq!(project(1, Peers::All, 1, 1, 0), Err(ProjectError::Ranks(1)));
