@@ -56,6 +56,7 @@ fn main() {
                         device: format!("0000:{:02x}:00.0", 3 + d),
                         region: region.into(),
                         class,
+                        source: Default::default(),
                         total: Some(bytes),
                         resident: Some(bytes),
                         shared: Some(0),

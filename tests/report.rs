@@ -95,3 +95,241 @@ fn writes_a_file_and_redacts() {
     let unredacted = stdout_of(&["--root", root.to_str().unwrap(), "report"], 0);
     assert!(unredacted.contains("alice@buildbox"));
 }
+
+/// A copy of fixture `name` in a fresh directory, symlinks kept, to plant hostile values in.
+fn copy_fixture(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let ok = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(fixture(name))
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cp -a {name}");
+    (tmp, root)
+}
+
+/// Lines outside fenced code blocks: a fence opens with 3+ backticks and closes only with a
+/// line of at least as many, as CommonMark has it.
+fn outside_fences(md: &str) -> Vec<&str> {
+    let mut open: Option<usize> = None;
+    let mut out = Vec::new();
+    for line in md.lines() {
+        let ticks = line.len() - line.trim_start_matches('`').len();
+        match open {
+            None if ticks >= 3 => open = Some(ticks),
+            None => out.push(line),
+            Some(n) if ticks >= n && line[ticks..].trim().is_empty() => open = None,
+            Some(_) => {}
+        }
+    }
+    assert!(open.is_none(), "a fence was left open:\n{md}");
+    out
+}
+
+#[test]
+fn hostile_names_and_environment_cannot_inject_markup() {
+    let (_tmp, root) = copy_fixture("amdgpu");
+    std::fs::write(root.join("proc/3100/comm"), "<script>alert(1)</script>\n").unwrap();
+    std::fs::write(
+        root.join("proc/3100/environ"),
+        "HIP_VISIBLE_DEVICES=1\0NCCL_DEBUG=x\x1b[2J```\n## Injected | [x](http://e) <img src=x>\0",
+    )
+    .unwrap();
+    let out = stdout_of(&["--root", root.to_str().unwrap(), "report"], 0);
+    assert!(
+        !out.chars().any(|c| c.is_control() && c != '\n'),
+        "a control character passed through raw:\n{out}"
+    );
+    let text = outside_fences(&out);
+    for bad in ["<script", "<img", "## Injected", "](http"] {
+        assert!(
+            !text.iter().any(|l| l.contains(bad)),
+            "{bad:?} outside a code block:\n{out}"
+        );
+    }
+    assert!(
+        out.contains("pid 3100 (&lt;script&gt;alert(1)&lt;/script&gt;) has 2.0 GiB"),
+        "the finding names the process, escaped:\n{out}"
+    );
+    // Verbatim where it is code: in a fence longer than the backticks inside, controls visible.
+    assert!(
+        out.contains("````\nHIP_VISIBLE_DEVICES=1\nNCCL_DEBUG=x\\x1b[2J```\\n## Injected | [x](http://e) <img src=x>\n````\n"),
+        "{out}"
+    );
+    assert!(out.contains("pid 3100 (<script>alert(1)</script>, home 0000:08:00.0)"));
+}
+
+#[test]
+fn redaction_replaces_whole_tokens_only() {
+    let (_tmp, root) = copy_fixture("amdgpu");
+    std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
+    std::fs::write(root.join("proc/sys/kernel/hostname"), "vm\n").unwrap();
+    std::fs::write(
+        root.join("proc/cmdline"),
+        "BOOT_IMAGE=/vmlinuz-6.18 root=/dev/vda1 kvm_amd.nested_pvm=1 nfsroot=vm:/srv/a\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("proc/version"),
+        "Linux version 6.18.0 (a@vm) #1 SMP\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("proc/3100/environ"),
+        "CCL_ROOT=/home/a/oneapi/ccl\0NCCL_COMM_ID=vm:29500\0NCCL_SOCKET_IFNAME=vmnet0\0",
+    )
+    .unwrap();
+    let r = root.to_str().unwrap();
+    let out = stdout_of(&["--root", r, "report", "--redact"], 0);
+    for kept in [
+        "BOOT\\_IMAGE=/vmlinuz-6.18 root=/dev/vda1 kvm\\_amd.nested\\_pvm=1 nfsroot=<host>:/srv/a",
+        "CCL_ROOT=/home/<user>/oneapi/ccl",
+        "NCCL_COMM_ID=<host>:29500",
+        "NCCL_SOCKET_IFNAME=vmnet0",
+        "Linux version 6.18.0 (<user>@<host>) #1 SMP",
+        "Start the job.",
+    ] {
+        assert!(out.contains(kept), "missing {kept:?}:\n{out}");
+    }
+    assert!(!out.contains("p<host>") && !out.contains("a@vm") && !out.contains("/home/a/"));
+    let plain = stdout_of(&["--root", r, "report"], 0);
+    assert!(plain.contains("NCCL_COMM_ID=vm:29500") && plain.contains("(a@vm)"));
+}
+
+fn record(args: &[&str]) {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn steps_keep_the_command_quoting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("quoted.ledger");
+    let rec = rec.to_str().unwrap();
+    let script = "trap \"echo it's over\" TERM; exit 0";
+    record(&[
+        "record",
+        "-o",
+        rec,
+        "--interval",
+        "50ms",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    let root = fixture("amdgpu");
+    let out = stdout_of(&["--root", root.to_str().unwrap(), "report", rec], 0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("1. `gpuledger record"))
+        .unwrap_or_else(|| panic!("no record step:\n{out}"));
+    let cmd = line
+        .strip_prefix("1. `")
+        .and_then(|l| l.strip_suffix('`'))
+        .unwrap();
+    assert_eq!(
+        shlex::split(cmd).unwrap(),
+        ["gpuledger", "record", "-o", rec, "--", "sh", "-c", script],
+        "{line}"
+    );
+    assert!(
+        line.ends_with(r#" -- sh -c "trap \"echo it's over\" TERM; exit 0"`"#),
+        "{line}"
+    );
+}
+
+#[test]
+fn simulated_recordings_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let rec = tmp.path().join("sim.ledger");
+    let rec = rec.to_str().unwrap();
+    {
+        let _sim = live_sim(&tree, "30s", &[]);
+        let t = tree.to_str().unwrap();
+        record(&[
+            "--root",
+            t,
+            "record",
+            "-o",
+            rec,
+            "--interval",
+            "100ms",
+            "--",
+            "sleep",
+            "0.5",
+        ]);
+    }
+    let out = stdout_of(&["--root", tree.to_str().unwrap(), "report", rec], 0);
+    assert!(out.contains("read a simulated machine"), "{out}");
+    let step = format!(
+        "1. `gpuledger --root {} record -o {rec} -- sleep 0.5`",
+        tree.display()
+    );
+    assert!(out.contains(&step), "missing {step}:\n{out}");
+    assert!(!out.contains("1. `gpuledger record -o"), "{out}");
+
+    let demo = tmp.path().join("demo");
+    record(&["demo", "--keep", demo.to_str().unwrap()]);
+    let a = demo.join("A-eager.ledger");
+    let out = stdout_of(
+        &[
+            "--root",
+            tree.to_str().unwrap(),
+            "report",
+            a.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert!(out.contains("made from gpuledger's simulator"), "{out}");
+    assert!(out.contains(
+        "1. `gpuledger simulate ddp-peer-mirror --ranks 2 --backing eager --out DIR` writes"
+    ));
+    assert!(!out.contains("-- simulate"), "{out}");
+}
+
+#[test]
+fn nvidia_driver_comes_from_the_captured_nvml_answers() {
+    let root = fixture("nvidia");
+    let out = stdout_of(&["--root", root.to_str().unwrap(), "report"], 0);
+    assert!(out.contains("| NVIDIA driver | 580.159 (NVML) |"), "{out}");
+    assert!(
+        out.contains("| kernel driver nvidia | 580.159 (NVML) |"),
+        "{out}"
+    );
+    assert!(!out.contains("NVIDIA driver | not found"));
+}
+
+#[test]
+fn usage_rows_name_the_interface_they_came_from() {
+    let report = |f: &str| stdout_of(&["--root", fixture(f).to_str().unwrap(), "report"], 0);
+    let amd = report("amdgpu");
+    assert!(!amd.contains("NVML") && !amd.contains("smaps"), "{amd}");
+    assert!(amd.contains("drm-resident-vram: 14680064 KiB"));
+    let nv = report("nvidia");
+    assert!(nv.contains("  NVML vram on 0000:18:00.0: 8.5 GiB"), "{nv}");
+    assert!(
+        nv.contains("  smaps pinned-shmem on 0000:18:00.0: 4.0 GiB"),
+        "{nv}"
+    );
+    assert!(report("rocm-kfd").contains("  KFD kfd-vram on 0000:c1:00.0: 11.0 GiB"));
+    let json = json_of(
+        &["--root", fixture("nvidia").to_str().unwrap(), "--json"],
+        0,
+    );
+    let sources: Vec<&str> = json["processes"][0]["usage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(sources, ["nvml", "smaps"]);
+}

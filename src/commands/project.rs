@@ -6,7 +6,9 @@ use gpuledger::ledger::Ledger;
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::timeline::peaks;
-use gpuledger::timeline::project::{peers_per_rank, project, Peers};
+use gpuledger::timeline::project::{
+    peers_per_rank, project, Outlook, Peers, ProjectError, MAX_RANKS,
+};
 use gpuledger::units::{human_bytes, parse_size_spec, SizeSpec};
 use std::path::Path;
 use std::process::ExitCode;
@@ -26,8 +28,8 @@ pub fn run(
     peers: PeersArg,
     host_mem: Option<&str>,
 ) -> Result<ExitCode> {
-    if !(2..=1024).contains(&ranks) {
-        bail!("--ranks {ranks}: give 2 to 1024");
+    if !(2..=MAX_RANKS).contains(&ranks) {
+        return Err(ProjectError::Ranks(ranks).into());
     }
     let peers = match peers {
         PeersArg::All => Peers::All,
@@ -65,19 +67,21 @@ pub fn run(
             let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
                 bail!("MemTotal/MemAvailable not readable: pass --host-mem");
             };
+            let used = t.saturating_sub(a);
             (
                 t,
-                t - a,
+                used,
                 format!(
                     "this machine ({} total, {} in use now)",
                     human_bytes(t),
-                    human_bytes(t - a)
+                    human_bytes(used)
                 ),
             )
         }
     };
-    let (rows, first_bad) = project(ranks, peers, mirror, total, in_use);
-    let table: Vec<Vec<String>> = rows
+    let outlook = project(ranks, peers, mirror, total, in_use).context("project")?;
+    let table: Vec<Vec<String>> = outlook
+        .rows
         .iter()
         .map(|r| {
             vec![
@@ -107,12 +111,26 @@ pub fn run(
         &table,
     ));
     out.push('\n');
-    out.push_str(&match first_bad {
-        Some(n) if n <= ranks => format!("The job stops fitting at {n} ranks: {n} × {} × {} = {} of pinned host RAM, with {} free for it.\n",
-            peers_per_rank(n, peers), human_bytes(mirror), human_bytes(gpuledger::timeline::project::needed(n, peers, mirror)), human_bytes(total.saturating_sub(in_use))),
-        Some(n) => format!("Up to {ranks} ranks fit; the job would stop fitting at {n} ranks.\n"),
-        None => "Every rank count up to 64 fits.\n".into(),
-    });
+    out.push_str(&conclusion(&outlook, ranks, peers, mirror));
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sentence under the table; it speaks of the rows above it and, when they all fit, of the
+/// first rank count beyond them that would not.
+fn conclusion(o: &Outlook, ranks: u32, peers: Peers, mirror: u64) -> String {
+    match o.first_bad {
+        Some(n) if n <= ranks => {
+            let need = o.rows.iter().find(|r| r.ranks == n).map_or(0, |r| r.needed);
+            format!(
+                "The job stops fitting at {n} ranks: {n} × {} × {} = {} of pinned host RAM, with {} free for it.\n",
+                peers_per_rank(n, peers),
+                human_bytes(mirror),
+                human_bytes(need),
+                human_bytes(o.room)
+            )
+        }
+        Some(n) => format!("Up to {ranks} ranks fit; the job would stop fitting at {n} ranks.\n"),
+        None => format!("Every rank count up to {MAX_RANKS} fits.\n"),
+    }
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use gpuledger::findings::{analyze, Thresholds};
 use gpuledger::ledger::Ledger;
 use gpuledger::recording;
-use gpuledger::report::{render, ReportInput, Template};
+use gpuledger::report::{nvidia_from_nvml, render, ReportInput, Template};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sources::system_info;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,8 @@ pub fn run(
         Scope::All,
         SamplerOptions::default(),
     );
-    let ledger = Ledger::from_snapshot(&sampler.sample()?);
+    let snapshot = sampler.sample()?;
+    let ledger = Ledger::from_snapshot(&snapshot);
     let findings = analyze(&ledger, t);
     let pythons: Vec<u32> = ledger
         .processes
@@ -42,7 +43,8 @@ pub fn run(
         .map(|p| p.pid)
         .collect();
     let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
-    let system = system_info::gather(sampler.root(), &pythons, &slots);
+    let mut system = system_info::gather(sampler.root(), &pythons, &slots);
+    nvidia_from_nvml(&mut system, &snapshot);
     let text = render(&ReportInput {
         template: match template {
             TemplateArg::IntelComputeRuntime => Template::IntelComputeRuntime,

@@ -1,15 +1,16 @@
 //! Usage that does not come from DRM fdinfo: NVIDIA (NVML, CUDA pinned memory) and ROCm KFD.
 
-use super::{MemClass, Usage};
+use super::{MemClass, Usage, UsageSource};
 use crate::snapshot::{ProcessSample, Snapshot};
 
 /// NVML's used GPU memory as region `vram`, and CUDA pinned host memory (shared `/dev/zero`
 /// mappings) as host-class region `pinned-shmem` on the process's first NVIDIA GPU.
 pub(super) fn nvidia_usage(s: &Snapshot, p: &ProcessSample) -> Vec<Usage> {
-    let usage = |device: &str, region: &str, class, bytes: Option<u64>| Usage {
+    let usage = |device: &str, region: &str, class, source, bytes: Option<u64>| Usage {
         device: device.to_string(),
         region: region.to_string(),
         class,
+        source,
         total: bytes,
         resident: bytes,
         shared: None,
@@ -21,14 +22,26 @@ pub(super) fn nvidia_usage(s: &Snapshot, p: &ProcessSample) -> Vec<Usage> {
         .iter()
         .filter_map(|g| {
             let (_, used) = g.processes.iter().find(|(pid, _)| *pid == p.pid)?;
-            Some(usage(&g.bus_id, "vram", MemClass::Device, *used))
+            Some(usage(
+                &g.bus_id,
+                "vram",
+                MemClass::Device,
+                UsageSource::Nvml,
+                *used,
+            ))
         })
         .collect();
     if let (Some(first), Some(pinned)) = (
         out.first().map(|u| u.device.clone()),
         p.pinned_shmem.filter(|b| *b > 0),
     ) {
-        out.push(usage(&first, "pinned-shmem", MemClass::Host, Some(pinned)));
+        out.push(usage(
+            &first,
+            "pinned-shmem",
+            MemClass::Host,
+            UsageSource::Smaps,
+            Some(pinned),
+        ));
     }
     out
 }
@@ -51,6 +64,7 @@ pub(super) fn kfd_usage(p: &ProcessSample, usage: &[Usage]) -> Vec<Usage> {
                 device: dev.clone(),
                 region: "kfd-vram".into(),
                 class: MemClass::Device,
+                source: UsageSource::Kfd,
                 total: Some(extra),
                 resident: Some(extra),
                 shared: None,

@@ -59,6 +59,35 @@ pub fn classify(region: &str) -> MemClass {
     MemClass::Host
 }
 
+/// The kernel or library interface a usage row was read from.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// DRM fdinfo (drm-usage-stats).
+    #[default]
+    DrmFdinfo,
+    /// ROCm KFD's per-process sysfs VRAM.
+    Kfd,
+    /// NVML's per-process used GPU memory.
+    Nvml,
+    /// `/proc/PID/smaps` (CUDA pinned host memory as shared `/dev/zero` mappings).
+    Smaps,
+}
+
+impl UsageSource {
+    /// How reports name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageSource::DrmFdinfo => "DRM fdinfo",
+            UsageSource::Kfd => "KFD",
+            UsageSource::Nvml => "NVML",
+            UsageSource::Smaps => "smaps",
+        }
+    }
+}
+
 /// Bytes of one region on one device for one process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -68,6 +97,9 @@ pub struct Usage {
     pub region: String,
     /// Its class.
     pub class: MemClass,
+    /// Where the numbers were read.
+    #[serde(default)]
+    pub source: UsageSource,
     /// drm-total.
     pub total: Option<u64>,
     /// drm-resident (or legacy drm-memory).
@@ -382,6 +414,7 @@ fn sum_usage(clients: &[&Client]) -> Vec<Usage> {
                     device: c.device.clone(),
                     region: region.clone(),
                     class: classify(region),
+                    source: UsageSource::DrmFdinfo,
                     total: None,
                     resident: None,
                     shared: None,

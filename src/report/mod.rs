@@ -4,11 +4,15 @@
 //! kernel, packages, behaviour, steps, reproduction rate, regression, logs); `generic` is the same
 //! evidence without the form's fields. Whatever was not found says "not found".
 
+mod escape;
+mod redact;
 mod sections;
+mod steps;
 
 use crate::findings::Finding;
 use crate::ledger::Ledger;
 use crate::recording::Recording;
+use crate::snapshot::Snapshot;
 use crate::sources::system_info::SystemInfo;
 
 /// Which template.
@@ -39,54 +43,31 @@ pub struct ReportInput<'a> {
 
 /// Renders the report.
 pub fn render(input: &ReportInput) -> String {
-    let mut out = sections::render(input);
+    let out = sections::render(input);
     if input.redact {
-        out = redact(&out, input.system.hostname.as_deref());
+        redact::redact(&out, input.system.hostname.as_deref())
+    } else {
+        out
     }
-    out
 }
 
-/// Replaces the hostname and `/home/<user>` / `user@host` names.
-fn redact(text: &str, hostname: Option<&str>) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let mut l = line.to_string();
-        if let Some(h) = hostname.filter(|h| h.len() > 1) {
-            l = l.replace(h, "<host>");
-        }
-        while let Some(i) = l.find("/home/") {
-            let rest = &l[i + 6..];
-            let end = rest
-                .find(|c: char| c == '/' || c.is_whitespace())
-                .unwrap_or(rest.len());
-            if &rest[..end] == "<user>" {
-                break;
-            }
-            l = format!("{}/home/<user>{}", &l[..i], &rest[end..]);
-        }
-        if let Some(open) = l.find(" (") {
-            if let Some(at) = l[open..].find('@') {
-                let s = open + 2;
-                let e = open + at;
-                if l.starts_with("| kernel") || l.contains("Linux version") {
-                    let close = l[e..].find(')').map(|c| e + c).unwrap_or(e);
-                    l = format!("{}<user>@<host>{}", &l[..s], &l[close..]);
-                }
-            }
-        }
-        out.push_str(&l);
+/// Fills the NVIDIA driver version from NVML's answers (live, or saved in a capture) where
+/// `/proc/driver/nvidia/version` was not readable: a capture keeps NVML's answers but not /proc's
+/// driver file, and NVIDIA's module is out of tree, so /sys/module has no version either.
+pub fn nvidia_from_nvml(system: &mut SystemInfo, snapshot: &Snapshot) {
+    let Some(version) = snapshot
+        .nvml
+        .iter()
+        .find_map(|g| g.driver_version.as_deref())
+    else {
+        return;
+    };
+    let said = format!("{version} (NVML)");
+    if system.nvidia.is_none() {
+        system.nvidia = Some(said.clone());
     }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact;
-
-    #[test]
-    fn redacts_names() {
-        let t = "| kernel | Linux version 7.1.3 (builder@buildhost) #1 |\ncmd /home/alice/run.py on node7\n";
-        let r = redact(t, Some("node7"));
-        assert_eq!(r, "| kernel | Linux version 7.1.3 (<user>@<host>) #1 |\ncmd /home/<user>/run.py on <host>\n");
-    }
+    system
+        .driver_versions
+        .entry("nvidia".into())
+        .or_insert(said);
 }

@@ -1,8 +1,10 @@
 //! The report's sections.
 
+use super::escape::{code, code_cell, fenced, text, visible};
+use super::steps;
 use super::{ReportInput, Template};
 use crate::findings::{Kind, Severity};
-use crate::ledger::{classify, Ledger};
+use crate::ledger::{classify, Ledger, UsageSource};
 use crate::timeline::{self, diff};
 use crate::units::{human_bytes, human_opt};
 use std::fmt::Write;
@@ -10,8 +12,15 @@ use std::fmt::Write;
 const NF: &str = "not found";
 
 fn or_nf(v: Option<&str>) -> String {
-    v.map(|s| s.replace('|', "\\|"))
-        .unwrap_or_else(|| NF.into())
+    v.map(text).unwrap_or_else(|| NF.into())
+}
+
+fn list_or_nf(v: &[String]) -> String {
+    if v.is_empty() {
+        NF.into()
+    } else {
+        text(&v.join(", "))
+    }
 }
 
 fn title(input: &ReportInput) -> String {
@@ -65,24 +74,17 @@ fn environment(input: &ReportInput) -> String {
             .get(d)
             .map(|v| v.as_str())
             .unwrap_or("in-tree (no /sys/module version)");
-        row(&format!("kernel driver {d}"), v.to_string());
+        row(&format!("kernel driver {}", text(d)), text(v));
     }
     if drivers.is_empty() {
         row("kernel driver", NF.into());
     }
-    row(
-        "GPU kernel modules loaded",
-        if s.modules.is_empty() {
-            NF.into()
-        } else {
-            s.modules.join(", ")
-        },
-    );
+    row("GPU kernel modules loaded", list_or_nf(&s.modules));
     row("host RAM", human_opt(h.mem_total));
     row(
         "GPU page accounting",
         match &h.gpu_active_source {
-            Some(src) => format!("{src} (kernel counts pinned GPU pages)"),
+            Some(src) => format!("{} (kernel counts pinned GPU pages)", text(src)),
             None => "none (GPUActive absent: pinned pages show only as unaccounted memory)".into(),
         },
     );
@@ -90,10 +92,8 @@ fn environment(input: &ReportInput) -> String {
         row("GPU runtime packages", NF.into());
     }
     for (p, v) in &s.packages {
-        row(
-            p,
-            format!("{v} ({})", s.packages_source.as_deref().unwrap_or("?")),
-        );
+        let from = s.packages_source.as_deref().unwrap_or("?");
+        row(&text(p), format!("{} ({})", text(v), text(from)));
     }
     row("NVIDIA driver", or_nf(s.nvidia.as_deref()));
     row("ROCm", or_nf(s.rocm.as_deref()));
@@ -109,7 +109,7 @@ fn environment(input: &ReportInput) -> String {
         }
     }
     for (p, v) in &python {
-        row(&format!("python: {p}"), v.clone());
+        row(&format!("python: {}", text(p)), text(v));
     }
     if !python.contains_key("torch") {
         row("python: torch", NF.into());
@@ -129,7 +129,7 @@ fn gpus(l: &Ledger) -> String {
         let _ = writeln!(
             t,
             "| {} | {}:{} | {} | {} | {} |",
-            d.id,
+            text(&d.id),
             or_nf(d.vendor.as_deref()),
             or_nf(d.device.as_deref()),
             or_nf(d.name.as_deref()),
@@ -137,7 +137,7 @@ fn gpus(l: &Ledger) -> String {
             if d.minors.is_empty() {
                 "-".to_string()
             } else {
-                d.minors.join(", ")
+                text(&d.minors.join(", "))
             }
         );
     }
@@ -145,38 +145,30 @@ fn gpus(l: &Ledger) -> String {
 }
 
 fn dri(input: &ReportInput) -> String {
-    let mut t = String::from("```\n");
+    let v = |s: &str| visible(s, false).into_owned();
+    let mut t = String::new();
     for d in &input.ledger.devices {
         for m in &d.minors {
-            let _ = writeln!(t, "/dev/dri/{m} -> {}", d.id);
+            let _ = writeln!(t, "/dev/dri/{} -> {}", v(m), v(&d.id));
         }
     }
     if input.system.by_path.is_empty() {
         let _ = writeln!(t, "/dev/dri/by-path: {NF}");
     }
     for (n, target) in &input.system.by_path {
-        let _ = writeln!(t, "/dev/dri/by-path/{n} -> {target}");
+        let _ = writeln!(t, "/dev/dri/by-path/{} -> {}", v(n), v(target));
     }
-    t.push_str("```\n");
-    t
+    fenced(&t)
 }
 
 fn per_fd(l: &Ledger) -> String {
-    let mut t = String::from("```\n");
+    let v = |s: &str| visible(s, false).into_owned();
+    let mut t = String::new();
     for p in l.processes.iter().filter(|p| !p.usage.is_empty()) {
+        let home = v(p.home_device.as_deref().unwrap_or("-"));
         let who = match p.rank {
-            Some(r) => format!(
-                "pid {} (rank {r}, {}, home {})",
-                p.pid,
-                p.comm,
-                p.home_device.as_deref().unwrap_or("-")
-            ),
-            None => format!(
-                "pid {} ({}, home {})",
-                p.pid,
-                p.comm,
-                p.home_device.as_deref().unwrap_or("-")
-            ),
+            Some(r) => format!("pid {} (rank {r}, {}, home {home})", p.pid, v(&p.comm)),
+            None => format!("pid {} ({}, home {home})", p.pid, v(&p.comm)),
         };
         let _ = writeln!(t, "{who}");
         for c in l.clients.iter().filter(|c| c.owner == p.pid) {
@@ -192,7 +184,8 @@ fn per_fd(l: &Ledger) -> String {
                 .filter(|(_, r)| r.resident_bytes().unwrap_or(0) > 0)
                 .map(|(name, r)| {
                     format!(
-                        "drm-resident-{name}: {} KiB",
+                        "drm-resident-{}: {} KiB",
+                        v(name),
                         r.resident_bytes().unwrap_or(0) / 1024
                     )
                 })
@@ -201,8 +194,8 @@ fn per_fd(l: &Ledger) -> String {
                 t,
                 "  {} {} ({}): {}",
                 fds.join(","),
-                c.path,
-                c.device,
+                v(&c.path),
+                v(&c.device),
                 if regions.is_empty() {
                     "nothing resident".into()
                 } else {
@@ -210,22 +203,23 @@ fn per_fd(l: &Ledger) -> String {
                 }
             );
         }
+        // DRM fdinfo rows are the clients above; the others come from their own interfaces.
         for u in p
             .usage
             .iter()
-            .filter(|u| u.region == "vram" || u.region == "pinned-shmem")
+            .filter(|u| u.source != UsageSource::DrmFdinfo)
         {
             let _ = writeln!(
                 t,
-                "  NVML/smaps {} on {}: {}",
-                u.region,
-                u.device,
+                "  {} {} on {}: {}",
+                u.source.as_str(),
+                v(&u.region),
+                v(&u.device),
                 human_opt(u.resident)
             );
         }
     }
-    t.push_str("```\n");
-    t
+    fenced(&t)
 }
 
 fn findings(input: &ReportInput) -> String {
@@ -239,7 +233,7 @@ fn findings(input: &ReportInput) -> String {
             "- **{}** `{}`: {}",
             f.severity.as_str(),
             f.kind.as_str(),
-            f.message
+            text(&f.message)
         );
     }
     t
@@ -250,8 +244,9 @@ fn recordings(input: &ReportInput) -> String {
     for (name, rec) in input.recordings {
         let _ = writeln!(
             t,
-            "#### Recording `{name}`: `{}`, {:.1} s, {} samples\n",
-            rec.command().join(" "),
+            "#### Recording {}: {}, {:.1} s, {} samples\n",
+            code(name),
+            steps::what_ran(rec),
             rec.duration_s(),
             rec.samples.len()
         );
@@ -262,7 +257,7 @@ fn recordings(input: &ReportInput) -> String {
                 "| {} | {} | {}{} | {} | {} |",
                 p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
                 p.pid,
-                p.device,
+                text(&p.device),
                 if p.home { " (home)" } else { "" },
                 human_bytes(p.device_local),
                 human_bytes(p.host)
@@ -278,7 +273,7 @@ fn recordings(input: &ReportInput) -> String {
                 "- `{}` at {:.1} s: {}",
                 f.kind.as_str(),
                 f.t_s,
-                f.message
+                text(&f.message)
             );
         }
         t.push('\n');
@@ -287,17 +282,19 @@ fn recordings(input: &ReportInput) -> String {
         let d = diff::diff(a, b);
         let _ = writeln!(
             t,
-            "#### Bad vs good\n\n| | A = `{a_name}` | B = `{b_name}` |\n|---|---|---|"
+            "#### Bad vs good\n\n| | A = {} | B = {} |\n|---|---|---|",
+            code_cell(a_name),
+            code_cell(b_name)
         );
         let show = |v: &diff::Value| match v {
             diff::Value::Bytes(b) => human_opt(*b),
             diff::Value::Seconds(s) => format!("{s:.1} s"),
-            diff::Value::Text(x) => x.clone(),
+            diff::Value::Text(x) => text(x),
         };
         for r in &d.rows {
-            let _ = writeln!(t, "| {} | {} | {} |", r.what, show(&r.a), show(&r.b));
+            let _ = writeln!(t, "| {} | {} | {} |", text(&r.what), show(&r.a), show(&r.b));
         }
-        let _ = writeln!(t, "\n{}\n", d.verdict);
+        let _ = writeln!(t, "\n{}\n", text(&d.verdict));
     }
     t
 }
@@ -311,11 +308,11 @@ fn job_env(l: &Ledger) -> String {
     match env {
         None => format!("{NF} (no allow-listed variables set in the GPU processes)\n"),
         Some(e) => {
-            let mut t = String::from("```\n");
+            let mut body = String::new();
             for (k, v) in e {
-                let _ = writeln!(t, "{k}={v}");
+                let _ = writeln!(body, "{}={}", visible(k, false), visible(v, false));
             }
-            t.push_str("```\n");
+            let mut t = fenced(&body);
             if e.contains_key("NEOReadDebugKeys") {
                 t.push_str(
                     "\nNEO debug keys are set: they are for diagnosis only, not for production.\n",
@@ -334,21 +331,11 @@ fn expected(input: &ReportInput) -> &'static str {
     }
 }
 
-fn steps(input: &ReportInput) -> String {
-    match input.recordings.first() {
-        Some((name, rec)) => format!(
-            "1. `gpuledger record -o {name} -- {}`\n2. `gpuledger show {name}`\n",
-            rec.command().join(" ")
-        ),
-        None => "1. Start the job.\n2. While it runs: `gpuledger` (or `gpuledger capture -o snap.tar.zst` to attach).\n".into(),
-    }
-}
-
 /// All sections in template order.
 pub fn render(input: &ReportInput) -> String {
     let l = input.ledger;
     let s = input.system;
-    let mut out = format!("# {}\n\n", title(input));
+    let mut out = format!("# {}\n\n", text(&title(input)));
     out.push_str("_Generated by gpuledger from the machine's /proc and /sys (and recordings where given); values it could not find say \"not found\"._\n\n");
     if input.template == Template::IntelComputeRuntime {
         out.push_str("## Pre-submission checklist\n\n");
@@ -361,7 +348,7 @@ pub fn render(input: &ReportInput) -> String {
             out,
             "- [ ] I tested with the latest released driver (installed here: {})",
             latest
-                .map(|(k, v)| format!("{k} {v}"))
+                .map(|(k, v)| text(&format!("{k} {v}")))
                 .unwrap_or_else(|| NF.into())
         );
         out.push_str("- [ ] I searched for similar issues (related: GSD-13038 peer-mirror pinning, GSD-13036 OUT_OF_RESOURCES at 4 GPUs)\n\n");
@@ -374,13 +361,18 @@ pub fn render(input: &ReportInput) -> String {
             out.push_str("`lspci -vvv -k -s <slot>`: not found (lspci absent, or not the live machine); the sysfs view:\n\n");
             out.push_str(&gpus(l));
         }
-        for (slot, text) in &s.lspci {
-            let _ = writeln!(out, "`lspci -vvv -k -s {slot}`:\n\n```\n{text}\n```\n");
+        for (slot, lspci) in &s.lspci {
+            let _ = writeln!(
+                out,
+                "{}:\n\n{}",
+                code(&format!("lspci -vvv -k -s {slot}")),
+                fenced(&visible(lspci, true))
+            );
         }
         out.push_str("\n## Driver version and installation\n\n");
         out.push_str(&environment(input));
         out.push_str("\nInstallation method: not found (fill in: repository, packages, custom kernel parameters).\n\n");
-        let _ = writeln!(out, "## Linux distribution and kernel\n\n- distribution: {}\n- kernel: {}\n- kernel command line: {}\n- GPU modules: {}\n", or_nf(s.distro.as_deref()), or_nf(s.kernel.as_deref()), or_nf(s.cmdline.as_deref()), if s.modules.is_empty() { NF.into() } else { s.modules.join(", ") });
+        let _ = writeln!(out, "## Linux distribution and kernel\n\n- distribution: {}\n- kernel: {}\n- kernel command line: {}\n- GPU modules: {}\n", or_nf(s.distro.as_deref()), or_nf(s.kernel.as_deref()), or_nf(s.cmdline.as_deref()), list_or_nf(&s.modules));
     } else {
         out.push_str("## Environment\n\n");
         out.push_str(&environment(input));
@@ -410,7 +402,7 @@ pub fn render(input: &ReportInput) -> String {
     }
     let _ = writeln!(out, "\n## Expected behaviour\n\n{}\n", expected(input));
     out.push_str("## Steps to reproduce\n\n");
-    out.push_str(&steps(input));
+    out.push_str(&steps::steps(input.recordings));
     if input.template == Template::IntelComputeRuntime {
         out.push_str("\n## Reproduction rate\n\nnot found (gpuledger saw one run; fill in)\n");
         out.push_str("\n## Regression\n\n");
@@ -430,11 +422,12 @@ pub fn render(input: &ReportInput) -> String {
         if lines.is_empty() {
             out.push_str("No matching kernel lines in the recordings (page-allocation failures, OOM killer, GPU drivers); without a recording: not collected.\n");
         } else {
-            out.push_str("Kernel lines during the recordings (page-allocation failures, OOM killer, GPU drivers):\n\n```\n");
+            out.push_str("Kernel lines during the recordings (page-allocation failures, OOM killer, GPU drivers):\n\n");
+            let mut body = String::new();
             for (_, kind, msg) in lines.iter().take(50) {
-                let _ = writeln!(out, "[{kind}] {msg}");
+                let _ = writeln!(body, "[{}] {}", visible(kind, false), visible(msg, false));
             }
-            out.push_str("```\n");
+            out.push_str(&fenced(&body));
         }
     }
     let classes: Vec<&str> = l

@@ -221,6 +221,7 @@ mod tests {
                 device: "0000:03:00.0".into(),
                 region: "vram0".into(),
                 class: MemClass::Device,
+                source: Default::default(),
                 total: None,
                 resident: Some(bytes),
                 shared: None,

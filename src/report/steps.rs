@@ -1,0 +1,132 @@
+//! "Steps to reproduce" and the one-line description of what a recording ran: the command quoted
+//! as a POSIX shell needs it (by `shlex`), or, for a recording that read a simulated or captured
+//! tree instead of this machine, what it really was, never a command that cannot run.
+
+use super::escape::code;
+use crate::recording::Recording;
+
+/// What a recording observed, from its `command`, `root` and `kernel` metadata.
+enum Origin {
+    /// A simulation recorded on a simulated clock (`demo`): the simulate arguments.
+    Simulated(Vec<String>),
+    /// A command recorded while reading a simulated tree (`simulate --live` beside `--root`).
+    SimulatedTree {
+        /// The tree.
+        root: String,
+        /// The recorded command.
+        argv: Vec<String>,
+    },
+    /// A command recorded against a captured tree that is not this machine.
+    Tree {
+        /// The tree.
+        root: String,
+        /// The recorded command.
+        argv: Vec<String>,
+    },
+    /// An attach run (`--pid N…` or `--all`): the record arguments.
+    Attach(Vec<String>),
+    /// A command run and recorded on this machine.
+    Live(Vec<String>),
+}
+
+fn origin(rec: &Recording) -> Origin {
+    let argv = rec.command();
+    // The simulator's kernel names itself (sim/write.rs); no real kernel does.
+    let simulated = rec
+        .meta
+        .get("kernel")
+        .is_some_and(|k| k.contains("gpuledger-sim"));
+    let root = rec.meta.get("root").cloned().unwrap_or_else(|| "/".into());
+    let live_root = root == "/" || root.starts_with("/ (proc: ");
+    if let [only] = argv.as_slice() {
+        if simulated && only.starts_with("simulate ") {
+            let mut args: Vec<String> = only.split_whitespace().map(String::from).collect();
+            args.extend(["--out".into(), "DIR".into()]);
+            return Origin::Simulated(args);
+        }
+    }
+    if simulated {
+        return Origin::SimulatedTree { root, argv };
+    }
+    if !live_root {
+        return Origin::Tree { root, argv };
+    }
+    let attach = !argv.is_empty() && argv.iter().all(|a| a == "--all" || a.starts_with("--pid "));
+    if attach {
+        return Origin::Attach(
+            argv.iter()
+                .flat_map(|a| a.split(' '))
+                .map(String::from)
+                .collect(),
+        );
+    }
+    Origin::Live(argv)
+}
+
+/// `words` as one shell command line in a code span; words holding a NUL byte cannot be given
+/// to a shell at all, so they are said to be missing rather than shown wrongly.
+fn shell(words: &[&str]) -> String {
+    match shlex::try_join(words.iter().copied()) {
+        Ok(line) => code(&line),
+        Err(_) => "(a command with a NUL byte in an argument, which no shell can pass)".into(),
+    }
+}
+
+fn with<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
+    head.iter()
+        .copied()
+        .chain(tail.iter().map(String::as_str))
+        .collect()
+}
+
+/// What the recording ran, for its heading.
+pub(super) fn what_ran(rec: &Recording) -> String {
+    match origin(rec) {
+        Origin::Simulated(args) => format!("simulated by {}", shell(&with(&["gpuledger"], &args))),
+        Origin::SimulatedTree { argv, .. } => {
+            format!("{} beside a simulated machine", shell(&with(&[], &argv)))
+        }
+        Origin::Attach(args) => format!("attached with {}", shell(&with(&[], &args))),
+        Origin::Tree { argv, .. } | Origin::Live(argv) => shell(&with(&[], &argv)),
+    }
+}
+
+/// The "Steps to reproduce" section body for the first recording, if any.
+pub(super) fn steps(recordings: &[(String, Recording)]) -> String {
+    let Some((name, rec)) = recordings.first() else {
+        return "1. Start the job.\n2. While it runs: `gpuledger` (or `gpuledger capture -o snap.tar.zst` to attach).\n".into();
+    };
+    let n = name.as_str();
+    let show = shell(&["gpuledger", "show", n]);
+    match origin(rec) {
+        Origin::Simulated(args) => format!(
+            "{} was made from gpuledger's simulator, not from a job on hardware; nothing in it ran on a GPU.\n\n1. {} writes the simulated machine (`--live 60s` rewrites it in real time)\n2. `gpuledger --root DIR` reads it; `gpuledger demo` records this scenario with both backings\n",
+            code(n),
+            shell(&with(&["gpuledger"], &args)),
+        ),
+        Origin::SimulatedTree { root, argv } => format!(
+            "{} read a simulated machine (the tree {}, written by `gpuledger simulate SCENARIO --live DURATION --out DIR`; the recording does not say which scenario), not this one.\n\n1. {}\n2. {show}\n",
+            code(n),
+            code(&root),
+            shell(&with(&["gpuledger", "--root", &root, "record", "-o", n, "--"], &argv)),
+        ),
+        Origin::Tree { root, argv } => format!(
+            "{} read the tree {}, not the machine the report was made on.\n\n1. {}\n2. {show}\n",
+            code(n),
+            code(&root),
+            shell(&with(&["gpuledger", "--root", &root, "record", "-o", n, "--"], &argv)),
+        ),
+        Origin::Attach(args) => format!(
+            "1. Start the job.\n2. {}\n3. {show}\n",
+            shell(&with(&["gpuledger", "record", "-o", n], &args)),
+        ),
+        Origin::Live(argv) if argv.is_empty() => format!(
+            "1. Start the job (the recording {} does not name its command).\n2. {show}\n",
+            code(n)
+        ),
+        Origin::Live(argv) => format!(
+            "1. {}\n2. {show}\n",
+            shell(&with(&["gpuledger", "record", "-o", n, "--"], &argv)),
+        ),
+    }
+}
