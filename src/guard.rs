@@ -10,8 +10,8 @@
 pub mod job_cgroup;
 
 use crate::ledger::{Ledger, MemClass};
-use job_cgroup::JobCgroup;
 use crate::units::{human_bytes, SizeSpec};
+use job_cgroup::JobCgroup;
 use rustix::fd::OwnedFd;
 use rustix::process::{Pid, PidfdFlags, Signal};
 use serde::Serialize;

@@ -173,7 +173,13 @@ fn ended(
     state: &State,
     s: &Settings,
 ) -> Result<Option<ExitCode>> {
-    let stopped = |own: u8| ExitCode::from(if state.acted.is_some() { EXIT_STOPPED } else { own });
+    let stopped = |own: u8| {
+        ExitCode::from(if state.acted.is_some() {
+            EXIT_STOPPED
+        } else {
+            own
+        })
+    };
     let Some(j) = job.as_mut() else {
         return Ok((!target.alive()).then(|| stopped(0)));
     };
