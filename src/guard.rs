@@ -314,6 +314,54 @@ mod tests {
     }
 
     #[test]
+    fn job_host_gpu_counts_only_the_jobs_host_class_rows() {
+        let p = Policy {
+            min_available: SizeSpec::Percent(1.0),
+            max_driver_held: None,
+            max_job_host_gpu: Some(6 << 30),
+        };
+        let row = |region: &str, class, gib: u64| crate::ledger::Usage {
+            device: "0000:18:00.0".into(),
+            region: region.into(),
+            class,
+            total: None,
+            resident: Some(gib << 30),
+            shared: None,
+            purgeable: None,
+            active: None,
+        };
+        let mut l = ledger(100 << 30, 50 << 30, None);
+        l.processes.push(crate::ledger::ProcessRow {
+            pid: 7001,
+            nspid: Vec::new(),
+            comm: "python3".into(),
+            cmdline: Vec::new(),
+            rank: None,
+            local_rank: None,
+            home_device: None,
+            usage: vec![
+                row("vram", MemClass::Device, 40),
+                row("pinned-shmem", MemClass::Host, 4),
+            ],
+            env: BTreeMap::new(),
+            shared_with_others: Vec::new(),
+            has_nvidia_fds: true,
+            has_kfd_fd: false,
+            cgroup: None,
+            labels: Default::default(),
+        });
+        assert_eq!(check(&p, &l, None), None, "VRAM is not host-class");
+        l.processes[0].usage.push(row("gtt", MemClass::Host, 3));
+        assert_eq!(
+            check(&p, &l, None),
+            Some(Trip::JobHostGpu {
+                held: 7 << 30,
+                max: 6 << 30
+            })
+        );
+    }
+
+    #[test]
     fn cgroup_limit_is_the_floor_reference() {
         let p = Policy {
             min_available: SizeSpec::Percent(10.0),
