@@ -15,7 +15,7 @@ use job_cgroup::JobCgroup;
 use rustix::fd::OwnedFd;
 use rustix::process::{Pid, PidfdFlags, Signal};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
 /// When to act.
@@ -195,10 +195,13 @@ impl Target {
         }
     }
 
-    /// Holds every process now in the job's cgroup (no-op without one).
+    /// Holds every process now in the job's cgroup and lets go of those that left it, so a job
+    /// that keeps starting short-lived processes does not pile up pidfds (no-op without one).
     pub fn refresh(&mut self) {
         let Some(cg) = &self.cgroup else { return };
-        for pid in cg.pids() {
+        let members: BTreeSet<u32> = cg.pids().into_iter().collect();
+        self.pidfds.retain(|pid, _| members.contains(pid));
+        for &pid in &members {
             if !self.pidfds.contains_key(&pid) {
                 if let Some(fd) = open_member(cg, pid) {
                     self.pidfds.insert(pid, fd);

@@ -332,12 +332,12 @@ fn read_pids(files: &[std::path::PathBuf]) -> Vec<u32> {
         .collect()
 }
 
-/// A job that starts one `setsid` descendant and one that double-forks into a new session, each
-/// writing its pid to a file in `dir`; both have their output on /dev/null so that a survivor
+/// A job that starts one `setsid` descendant that ignores SIGTERM and one that double-forks into
+/// a new session, each writing its pid to a file in `dir`; both have their output on /dev/null so that a survivor
 /// would not hold the test's pipes open.
 fn escaping_job(dir: &std::path::Path, then: &str) -> Vec<String> {
     let script = format!(
-        "setsid sh -c 'echo $$ > {d}/a; exec sleep 1000' </dev/null >/dev/null 2>&1 &\n\
+        "setsid sh -c 'trap \"\" TERM; echo $$ > {d}/a; exec sleep 1000' </dev/null >/dev/null 2>&1 &\n\
          sh -c 'setsid sh -c \"echo \\$\\$ > {d}/b; exec sleep 1000\" </dev/null >/dev/null 2>&1 &'\n\
          {then}\n",
         d = dir.display()
@@ -393,6 +393,10 @@ fn stopping_the_job_reaches_descendants_that_left_its_session() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(!err.contains("process group only"), "{err}");
+    assert!(
+        err.contains("the job outlived --grace 2s; killed its cgroup"),
+        "the descendant that ignores SIGTERM is killed after --grace: {err}"
+    );
     let deadline = Instant::now() + Duration::from_secs(2);
     while !pids.iter().all(|&p| gone(p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

@@ -196,29 +196,32 @@ fn stop_the_rest(target: &mut Target, state: &State, s: &Settings) {
     let Some(left) = target.cgroup().map(|cg| cg.pids().len()) else {
         return;
     };
-    let deadline = match state.acted {
-        Some(at) if state.killed => at,
-        Some(at) => at + s.grace,
+    match state.acted {
+        Some(_) if state.killed => {}
+        Some(at) => kill_after(target, at + s.grace, s),
         None if left > 0 => {
             eprintln!(
                 "gpuledger guard: the job's main process ended; stopping the {left} process(es) \
                  it left behind (SIGTERM, SIGKILL after --grace)"
             );
             target.signal(Signal::TERM);
-            Instant::now() + s.grace
+            kill_after(target, Instant::now() + s.grace, s);
         }
         None => return,
-    };
-    let empty = target.cgroup().is_some_and(|cg| cg.wait_empty(deadline));
-    if !empty {
+    }
+    if let Some(cg) = target.cgroup() {
+        cg.wait_empty(Instant::now() + KILL_WAIT);
+    }
+}
+
+/// Kills the job's cgroup if it still has members at `deadline`.
+fn kill_after(target: &mut Target, deadline: Instant, s: &Settings) {
+    if target.cgroup().is_some_and(|cg| !cg.wait_empty(deadline)) {
         let pids = target.signal(Signal::KILL);
         eprintln!(
             "gpuledger guard: the job outlived --grace {:?}; killed its cgroup ({pids:?})",
             s.grace
         );
-    }
-    if let Some(cg) = target.cgroup() {
-        cg.wait_empty(Instant::now() + KILL_WAIT);
     }
 }
 
