@@ -202,9 +202,9 @@ impl Target {
         let members: BTreeSet<u32> = cg.pids().into_iter().collect();
         self.pidfds.retain(|pid, _| members.contains(pid));
         for &pid in &members {
-            if !self.pidfds.contains_key(&pid) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = self.pidfds.entry(pid) {
                 if let Some(fd) = open_member(cg, pid) {
-                    self.pidfds.insert(pid, fd);
+                    slot.insert(fd);
                 }
             }
         }
