@@ -84,11 +84,6 @@ impl JobCgroup {
         Ok(cg)
     }
 
-    /// The cgroup's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Runs `spawn` with gpuledger inside the job's cgroup, so a process it forks starts there.
     pub fn run_inside<T>(&self, spawn: impl FnOnce() -> T) -> Result<T, ContainError> {
         let me = std::process::id().to_string();
