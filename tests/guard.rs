@@ -121,20 +121,23 @@ fn action_none_only_warns_and_passes_the_exit_status() {
     assert_eq!(out.status.code(), Some(6));
 }
 
+/// Writes `ROOT/proc/meminfo` with 64 GiB MemTotal and `avail_gib` GiB MemAvailable.
+fn set_available(root: &std::path::Path, avail_gib: u64) {
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    let text = format!(
+        "MemTotal: {} kB\nMemAvailable: {} kB\n",
+        64 << 20,
+        avail_gib << 20
+    );
+    std::fs::write(root.join("proc/meminfo"), text).unwrap();
+}
+
 #[test]
 fn sigkill_after_grace_when_sigterm_is_ignored() {
     // A root whose memory falls only after the job has set its trap (no race with the first sample).
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    std::fs::create_dir_all(root.join("proc")).unwrap();
-    let meminfo = |avail_gib: u64| {
-        format!(
-            "MemTotal: {} kB\nMemAvailable: {} kB\n",
-            64 << 20,
-            avail_gib << 20
-        )
-    };
-    std::fs::write(root.join("proc/meminfo"), meminfo(60)).unwrap();
+    set_available(root, 60);
     let child = bin()
         .args([
             "--root",
@@ -155,7 +158,7 @@ fn sigkill_after_grace_when_sigterm_is_ignored() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(600));
-    std::fs::write(root.join("proc/meminfo"), meminfo(10)).unwrap();
+    set_available(root, 10);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4));
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
@@ -354,15 +357,7 @@ fn stopping_the_job_reaches_descendants_that_left_its_session() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
-    std::fs::create_dir_all(root.join("proc")).unwrap();
-    let meminfo = |avail_gib: u64| {
-        format!(
-            "MemTotal: {} kB\nMemAvailable: {} kB\n",
-            64 << 20,
-            avail_gib << 20
-        )
-    };
-    std::fs::write(root.join("proc/meminfo"), meminfo(60)).unwrap();
+    set_available(&root, 60);
     let job = escaping_job(tmp.path(), "sleep 30");
     let child = bin()
         .args([
@@ -388,7 +383,7 @@ fn stopping_the_job_reaches_descendants_that_left_its_session() {
             "pid {pid} leads its own session"
         );
     }
-    std::fs::write(root.join("proc/meminfo"), meminfo(10)).unwrap();
+    set_available(&root, 10);
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
