@@ -69,9 +69,10 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Run a command (or attach to pids) and record its GPU and host memory over time.
     Record(RecordArgs),
-    /// Watch host memory and the job's GPU memory; stop the job (SIGTERM to its process group,
-    /// SIGKILL after --grace) before the kernel starts failing allocations. Exits with the job's
-    /// status, or 4 when guard stopped it.
+    /// Watch host memory and the job's GPU memory; stop the job (SIGTERM to every process of it,
+    /// SIGKILL after --grace) before the kernel starts failing allocations. A started job gets a
+    /// cgroup of its own where the system allows it. Exits with the job's status, or 4 when guard
+    /// stopped it.
     Guard(GuardArgs),
     /// Prometheus / OpenMetrics exporter: /metrics, /healthz, /snapshot.json. Samples in the
     /// background; a scrape never costs a /proc scan.
@@ -279,6 +280,10 @@ pub struct GuardArgs {
     /// Act when driver-held host memory (GPUActive, nr_gpu_active, else unaccounted) passes this.
     #[arg(long, value_name = "SIZE")]
     pub max_driver_held: Option<String>,
+    /// Act when the job's own processes hold more host-class GPU memory than this (GTT/system
+    /// regions, KFD, NVIDIA pinned host memory).
+    #[arg(long, value_name = "SIZE")]
+    pub max_job_host_gpu: Option<String>,
     /// What to do.
     #[arg(long, value_enum, default_value = "term")]
     pub action: GuardAction,

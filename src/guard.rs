@@ -2,15 +2,20 @@
 //!
 //! The policy is a pure function of a ledger. Signals go only to the guarded job, through pidfds
 //! opened while each process was known alive, so a pid that is reused after the job's process
-//! exited is never signalled. The job's process group is signalled with `killpg` only while one of
-//! its members is still alive: a live member pins the group id, so it cannot belong to anyone else.
+//! exited is never signalled. A job that guard starts gets a cgroup of its own where the system
+//! allows it ([`job_cgroup`]); its members are the job, and `cgroup.kill` ends them all. Without
+//! one, the job's process group is signalled with `killpg` only while one of its members is still
+//! alive: a live member pins the group id, so it cannot belong to anyone else.
 
-use crate::ledger::Ledger;
+pub mod job_cgroup;
+
+use crate::ledger::{Ledger, MemClass};
 use crate::units::{human_bytes, SizeSpec};
+use job_cgroup::JobCgroup;
 use rustix::fd::OwnedFd;
-use rustix::process::{Pid, Signal};
+use rustix::process::{Pid, PidfdFlags, Signal};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
 /// When to act.
@@ -20,6 +25,9 @@ pub struct Policy {
     pub min_available: SizeSpec,
     /// Ceiling on driver-held host memory (GPUActive / nr_gpu_active / unaccounted).
     pub max_driver_held: Option<u64>,
+    /// Ceiling on the host-class GPU memory that the job's own processes hold (every process row
+    /// of the ledger, which guard scopes to the job).
+    pub max_job_host_gpu: Option<u64>,
 }
 
 /// Why the guard tripped.
@@ -54,6 +62,13 @@ pub enum Trip {
         /// The counter.
         source: String,
     },
+    /// The job's processes hold more host-class GPU memory than the ceiling.
+    JobHostGpu {
+        /// Host-class resident bytes over the job's processes.
+        held: u64,
+        /// The ceiling.
+        max: u64,
+    },
 }
 
 impl Trip {
@@ -78,6 +93,11 @@ impl Trip {
             ),
             Trip::DriverHeld { held, max, source } => format!(
                 "driver-held host memory {} ({source}) is above the ceiling {}",
+                human_bytes(*held),
+                human_bytes(*max)
+            ),
+            Trip::JobHostGpu { held, max } => format!(
+                "the job's processes hold {} of host-class GPU memory, above --max-job-host-gpu {}",
                 human_bytes(*held),
                 human_bytes(*max)
             ),
@@ -111,30 +131,56 @@ pub fn check(
             return Some(Trip::LowAvailable { available, floor });
         }
     }
-    match (policy.max_driver_held, h.driver_held()) {
-        (Some(max), Some(e)) if e.bytes > max => Some(Trip::DriverHeld {
-            held: e.bytes,
-            max,
-            source: e.counter.as_str().to_string(),
-        }),
+    if let (Some(max), Some(e)) = (policy.max_driver_held, h.driver_held()) {
+        if e.bytes > max {
+            return Some(Trip::DriverHeld {
+                held: e.bytes,
+                max,
+                source: e.counter.as_str().to_string(),
+            });
+        }
+    }
+    let held = job_host_gpu(ledger);
+    match policy.max_job_host_gpu {
+        Some(max) if held > max => Some(Trip::JobHostGpu { held, max }),
         _ => None,
     }
 }
 
-/// The guarded processes, each held by a pidfd.
+/// Host-class resident bytes held by the ledger's processes (guard's ledger holds only the job's):
+/// GTT/system regions of DRM clients, KFD and NVIDIA `pinned-shmem` rows alike.
+pub fn job_host_gpu(ledger: &Ledger) -> u64 {
+    ledger.resident_total(MemClass::Host)
+}
+
+/// The guarded processes, each held by a pidfd, and the job's cgroup when it has one.
 #[derive(Debug, Default)]
 pub struct Target {
     pidfds: BTreeMap<u32, OwnedFd>,
     pgid: Option<u32>,
+    cgroup: Option<JobCgroup>,
 }
 
 impl Target {
     /// A target whose process group `pgid` (the job leader's pid) may be signalled.
     pub fn with_group(pgid: u32) -> Target {
         Target {
-            pidfds: BTreeMap::new(),
             pgid: Some(pgid),
+            ..Default::default()
         }
+    }
+
+    /// A target that is every process in `cgroup`.
+    pub fn contained(cgroup: JobCgroup) -> Target {
+        Target {
+            cgroup: Some(cgroup),
+            ..Default::default()
+        }
+    }
+
+    /// The job's cgroup, when it has one.
+    pub fn cgroup(&self) -> Option<&JobCgroup> {
+        self.cgroup.as_ref()
     }
 
     /// Starts holding `pid` (no-op if held already or gone).
@@ -142,22 +188,39 @@ impl Target {
         if self.pidfds.contains_key(&pid) {
             return;
         }
-        let Some(p) = Pid::from_raw(pid as i32) else {
-            return;
-        };
-        if let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()) {
+        if let Some(fd) = Pid::from_raw(pid as i32)
+            .and_then(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok())
+        {
             self.pidfds.insert(pid, fd);
         }
     }
 
-    /// The pids held.
-    pub fn pids(&self) -> Vec<u32> {
+    /// Holds every process now in the job's cgroup and lets go of those that left it, so a job
+    /// that keeps starting short-lived processes does not pile up pidfds (no-op without one).
+    pub fn refresh(&mut self) {
+        let Some(cg) = &self.cgroup else { return };
+        let members: BTreeSet<u32> = cg.pids().into_iter().collect();
+        self.pidfds.retain(|pid, _| members.contains(pid));
+        for &pid in &members {
+            if let std::collections::btree_map::Entry::Vacant(slot) = self.pidfds.entry(pid) {
+                if let Some(fd) = open_member(cg, pid) {
+                    slot.insert(fd);
+                }
+            }
+        }
+    }
+
+    /// The pids held (with a cgroup: its members now).
+    pub fn pids(&mut self) -> Vec<u32> {
+        self.refresh();
         self.pidfds.keys().copied().collect()
     }
 
-    /// Sends `sig` to every held process that is still alive (and to the job's process group
-    /// while a member lives). Returns the pids signalled.
+    /// Sends `sig` to every held process that is still alive (with a cgroup: to every member,
+    /// SIGKILL through `cgroup.kill`; without: also to the job's process group while a member
+    /// lives). Returns the pids signalled.
     pub fn signal(&mut self, sig: Signal) -> Vec<u32> {
+        self.refresh();
         let mut hit = Vec::new();
         self.pidfds.retain(
             |pid, fd| match rustix::process::pidfd_send_signal(&*fd, sig) {
@@ -168,20 +231,37 @@ impl Target {
                 Err(_) => false,
             },
         );
-        if let (Some(pgid), false) = (self.pgid, hit.is_empty()) {
-            if let Some(p) = Pid::from_raw(pgid as i32) {
-                let _ = rustix::process::kill_process_group(p, sig);
+        match (&self.cgroup, self.pgid) {
+            (Some(cg), _) if sig == Signal::KILL => {
+                cg.kill();
             }
+            (None, Some(pgid)) if !hit.is_empty() => {
+                if let Some(p) = Pid::from_raw(pgid as i32) {
+                    let _ = rustix::process::kill_process_group(p, sig);
+                }
+            }
+            _ => {}
         }
         hit
     }
 
-    /// Whether any held process is still running (an exited one makes its pidfd readable).
+    /// Whether any guarded process is still running (with a cgroup: whether it has members;
+    /// without: whether a held pidfd has not become readable, which an exit makes it).
     pub fn alive(&mut self) -> bool {
+        if let Some(cg) = &self.cgroup {
+            return !cg.pids().is_empty();
+        }
         self.pidfds
             .retain(|_, fd| !pidfd_exited(fd).unwrap_or(true));
         !self.pidfds.is_empty()
     }
+}
+
+/// A pidfd for `pid` if, once opened, the process it refers to is in `cg`: a pid read from
+/// `cgroup.procs` that was reused in between names a process outside, and is skipped.
+pub(crate) fn open_member(cg: &JobCgroup, pid: u32) -> Option<OwnedFd> {
+    let fd = rustix::process::pidfd_open(Pid::from_raw(pid as i32)?, PidfdFlags::empty()).ok()?;
+    cg.contains(pid).then_some(fd)
 }
 
 /// Whether the process behind a pidfd has exited (the pidfd polls readable).
@@ -217,6 +297,7 @@ mod tests {
         let p = Policy {
             min_available: SizeSpec::Percent(10.0),
             max_driver_held: Some(8 << 30),
+            max_job_host_gpu: None,
         };
         assert_eq!(
             check(&p, &ledger(100 << 30, 50 << 30, Some(1 << 30)), None),
@@ -236,10 +317,59 @@ mod tests {
     }
 
     #[test]
+    fn job_host_gpu_counts_only_the_jobs_host_class_rows() {
+        let p = Policy {
+            min_available: SizeSpec::Percent(1.0),
+            max_driver_held: None,
+            max_job_host_gpu: Some(6 << 30),
+        };
+        let row = |region: &str, class, gib: u64| crate::ledger::Usage {
+            device: "0000:18:00.0".into(),
+            region: region.into(),
+            class,
+            total: None,
+            resident: Some(gib << 30),
+            shared: None,
+            purgeable: None,
+            active: None,
+        };
+        let mut l = ledger(100 << 30, 50 << 30, None);
+        l.processes.push(crate::ledger::ProcessRow {
+            pid: 7001,
+            nspid: Vec::new(),
+            comm: "python3".into(),
+            cmdline: Vec::new(),
+            rank: None,
+            local_rank: None,
+            home_device: None,
+            usage: vec![
+                row("vram", MemClass::Device, 40),
+                row("pinned-shmem", MemClass::Host, 4),
+            ],
+            env: BTreeMap::new(),
+            shared_with_others: Vec::new(),
+            has_nvidia_fds: true,
+            has_kfd_fd: false,
+            cgroup: None,
+            labels: Default::default(),
+        });
+        assert_eq!(check(&p, &l, None), None, "VRAM is not host-class");
+        l.processes[0].usage.push(row("gtt", MemClass::Host, 3));
+        assert_eq!(
+            check(&p, &l, None),
+            Some(Trip::JobHostGpu {
+                held: 7 << 30,
+                max: 6 << 30
+            })
+        );
+    }
+
+    #[test]
     fn cgroup_limit_is_the_floor_reference() {
         let p = Policy {
             min_available: SizeSpec::Percent(10.0),
             max_driver_held: None,
+            max_job_host_gpu: None,
         };
         let cg = crate::sources::cgroup::CgroupInfo {
             path: "/slurm/job_7".into(),

@@ -144,6 +144,11 @@ impl Sampler {
         self
     }
 
+    /// Samples `scope` from now on (guard follows the members of the job's cgroup).
+    pub fn set_scope(&mut self, scope: Scope) {
+        self.scope = scope;
+    }
+
     /// The root this sampler reads.
     pub fn root(&self) -> &Root {
         &self.root

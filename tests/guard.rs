@@ -75,7 +75,8 @@ fn driver_held_ceiling_and_json_events() {
     assert_eq!(ev["event"], "term");
     assert_eq!(ev["trip"]["reason"], "driver_held");
     assert_eq!(ev["trip"]["source"], "GPUActive");
-    assert_eq!(ev["driver_held"], 27158118u64 * 1024);
+    assert_eq!(ev["driver_held"]["bytes"], 27158118u64 * 1024);
+    assert_eq!(ev["driver_held"]["counter"], "GPUActive");
     assert_eq!(ev["pids"].as_array().unwrap().len(), 1);
 }
 
@@ -121,20 +122,23 @@ fn action_none_only_warns_and_passes_the_exit_status() {
     assert_eq!(out.status.code(), Some(6));
 }
 
+/// Writes `ROOT/proc/meminfo` with 64 GiB MemTotal and `avail_gib` GiB MemAvailable.
+fn set_available(root: &std::path::Path, avail_gib: u64) {
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    let text = format!(
+        "MemTotal: {} kB\nMemAvailable: {} kB\n",
+        64 << 20,
+        avail_gib << 20
+    );
+    std::fs::write(root.join("proc/meminfo"), text).unwrap();
+}
+
 #[test]
 fn sigkill_after_grace_when_sigterm_is_ignored() {
     // A root whose memory falls only after the job has set its trap (no race with the first sample).
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    std::fs::create_dir_all(root.join("proc")).unwrap();
-    let meminfo = |avail_gib: u64| {
-        format!(
-            "MemTotal: {} kB\nMemAvailable: {} kB\n",
-            64 << 20,
-            avail_gib << 20
-        )
-    };
-    std::fs::write(root.join("proc/meminfo"), meminfo(60)).unwrap();
+    set_available(root, 60);
     let child = bin()
         .args([
             "--root",
@@ -155,7 +159,7 @@ fn sigkill_after_grace_when_sigterm_is_ignored() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(600));
-    std::fs::write(root.join("proc/meminfo"), meminfo(10)).unwrap();
+    set_available(root, 10);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4));
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
@@ -250,4 +254,335 @@ fn acts_when_a_live_simulation_crosses_the_floor() {
     assert!(took < Duration::from_secs(8), "{took:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("peer_mirror"));
     drop(sim);
+}
+
+/// Why a cgroup v2 of a job's own cannot be made here, or None when it can (probed the way guard
+/// makes one: a child directory of this process's own cgroup that a process can be moved into).
+fn cgroup_unwritable() -> Option<String> {
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let Some((mount_root, mount_point)) = mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let f: Vec<&str> = left.split_whitespace().collect();
+        right
+            .starts_with("cgroup2 ")
+            .then(|| (f[3].to_string(), f[4].to_string()))
+    }) else {
+        return Some("no cgroup2 mount".into());
+    };
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let Some(below) = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .and_then(|p| p.strip_prefix(mount_root.trim_end_matches('/')))
+    else {
+        return Some(format!("no cgroup v2 path of our own in {own:?}"));
+    };
+    let parent = std::path::Path::new(&mount_point).join(below.trim_start_matches('/'));
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = parent.join(format!("gpuledger-test-probe-{}-{n}", std::process::id()));
+    if let Err(e) = std::fs::create_dir(&probe) {
+        return Some(format!("cannot create {}: {e}", probe.display()));
+    }
+    // A short-lived shell moves itself in, so the test process never changes cgroup.
+    let moved = Command::new("sh")
+        .args(["-c", "echo $$ > \"$1/cgroup.procs\"", "sh"])
+        .arg(&probe)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let _ = std::fs::remove_dir(&probe);
+    (!moved).then(|| format!("cannot move a process into {}", probe.display()))
+}
+
+/// Whether `pid` is gone (or only a zombie that its new parent has not reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
+/// Kills the listed pids when dropped, so a failing test leaves no `sleep 1000` behind.
+struct Reaper(Vec<u32>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            if !gone(pid) {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+        }
+    }
+}
+
+/// Waits for each file to hold a pid (written by the process itself).
+fn read_pids(files: &[std::path::PathBuf]) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    files
+        .iter()
+        .map(|f| loop {
+            if let Some(pid) = std::fs::read_to_string(f)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(Instant::now() < deadline, "{} never written", f.display());
+            std::thread::sleep(Duration::from_millis(20));
+        })
+        .collect()
+}
+
+/// A job that starts one `setsid` descendant that ignores SIGTERM and one that double-forks into
+/// a new session, each writing its pid to a file in `dir`; both have their output on /dev/null so that a survivor
+/// would not hold the test's pipes open.
+fn escaping_job(dir: &std::path::Path, then: &str) -> Vec<String> {
+    let script = format!(
+        "setsid sh -c 'trap \"\" TERM; echo $$ > {d}/a; exec sleep 1000' </dev/null >/dev/null 2>&1 &\n\
+         sh -c 'setsid sh -c \"echo \\$\\$ > {d}/b; exec sleep 1000\" </dev/null >/dev/null 2>&1 &'\n\
+         {then}\n",
+        d = dir.display()
+    );
+    std::fs::write(dir.join("job.sh"), script).unwrap();
+    vec!["sh".into(), dir.join("job.sh").to_str().unwrap().into()]
+}
+
+#[test]
+fn stopping_the_job_reaches_descendants_that_left_its_session() {
+    if let Some(why) = cgroup_unwritable() {
+        eprintln!("SKIPPED: cgroup v2 is not writable here ({why}); the fallback test covers this");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    set_available(&root, 60);
+    let job = escaping_job(tmp.path(), "sleep 30");
+    let child = bin()
+        .args([
+            "--root",
+            root.to_str().unwrap(),
+            "guard",
+            "--min-available",
+            "50%",
+        ])
+        .args(["--interval", "100ms", "--grace", "2s", "--"])
+        .args(&job)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = read_pids(&[tmp.path().join("a"), tmp.path().join("b")]);
+    let _reaper = Reaper(pids.clone());
+    for &pid in &pids {
+        let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = sid.rsplit_once(") ").unwrap().1.split(' ').collect();
+        assert_eq!(
+            fields[3],
+            pid.to_string(),
+            "pid {pid} leads its own session"
+        );
+    }
+    set_available(&root, 10);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(!err.contains("process group only"), "{err}");
+    assert!(
+        err.contains("the job outlived --grace 2s; killed its cgroup"),
+        "the descendant that ignores SIGTERM is killed after --grace: {err}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !pids.iter().all(|&p| gone(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for &pid in &pids {
+        assert!(gone(pid), "descendant {pid} survived guard: {err}");
+    }
+}
+
+#[test]
+fn what_the_main_process_leaves_behind_is_stopped_with_it() {
+    if let Some(why) = cgroup_unwritable() {
+        eprintln!("SKIPPED: cgroup v2 is not writable here ({why})");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let job = escaping_job(
+        tmp.path(),
+        &format!(
+            "while [ ! -s {0}/a ] || [ ! -s {0}/b ]; do sleep 0.05; done; exit 3",
+            tmp.path().display()
+        ),
+    );
+    let out = bin()
+        .args([
+            "--root",
+            &seed(),
+            "guard",
+            "--min-available",
+            "1%",
+            "--grace",
+            "2s",
+            "--",
+        ])
+        .args(&job)
+        .output()
+        .unwrap();
+    let pids = read_pids(&[tmp.path().join("a"), tmp.path().join("b")]);
+    let _reaper = Reaper(pids.clone());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "exits as the job: {err}");
+    assert!(
+        err.contains("stopping the 2 process(es) it left behind"),
+        "{err}"
+    );
+    for &pid in &pids {
+        assert!(gone(pid), "leftover {pid} survived: {err}");
+    }
+}
+
+#[test]
+fn without_a_writable_cgroup_guard_warns_once_and_uses_the_process_group() {
+    let as_nobody = rustix::process::geteuid().is_root();
+    if as_nobody && Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: running as root without setpriv, so no cgroup is unwritable here");
+        return;
+    }
+    if !as_nobody && cgroup_unwritable().is_none() {
+        eprintln!("SKIPPED: this user can write a cgroup, so guard does not fall back");
+        return;
+    }
+    let gpuledger = env!("CARGO_BIN_EXE_gpuledger");
+    let user = |program: &str| {
+        let mut c = Command::new(if as_nobody { "setpriv" } else { program });
+        if as_nobody {
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+        }
+        c
+    };
+    let meminfo = format!("{}/proc/meminfo", seed());
+    let reachable = user("sh")
+        .args([
+            "-c",
+            "test -x \"$1\" && test -r \"$2\"",
+            "sh",
+            gpuledger,
+            &meminfo,
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !reachable {
+        eprintln!("SKIPPED: user nobody cannot run {gpuledger} or read the fixtures here");
+        return;
+    }
+    let mut cmd = user(gpuledger);
+    let out = cmd
+        .current_dir("/")
+        .args([
+            "--root",
+            &seed(),
+            "guard",
+            "--min-available",
+            "50%",
+            "--interval",
+            "100ms",
+        ])
+        .args(["--", "sh", "-c", "sleep 30 & wait"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert_eq!(
+        err.matches("containment is by process group only").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("cannot create"), "says why: {err}");
+    assert!(err.contains("sending SIGTERM to the job"), "{err}");
+}
+
+/// Copies a fixture tree (files and symlinks) to `to`.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// The fixture's smaps with the `/dev/zero` (cudaHostAlloc) mapping resized to `gib` GiB.
+fn pinned_smaps(gib: u64) -> String {
+    let kib = gib << 20;
+    format!(
+        "7f3a00000000-7f3b00000000 rw-s 00000000 00:01 2049 /dev/zero (deleted)\n\
+         Size: {kib} kB\nRss: {kib} kB\nShared_Dirty: {kib} kB\n"
+    )
+}
+
+#[test]
+fn job_host_gpu_ceiling_trips_within_two_intervals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("nvidia");
+    copy_tree(&fixture("nvidia"), &root);
+    let smaps = root.join("proc/7001/smaps");
+    std::fs::write(&smaps, pinned_smaps(4)).unwrap();
+    let interval = Duration::from_millis(250);
+    let mut child = bin()
+        .args([
+            "--root",
+            root.to_str().unwrap(),
+            "guard",
+            "--max-job-host-gpu",
+            "6GiB",
+        ])
+        .args(["--interval", "250ms", "--json", "--", "sleep", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send((Instant::now(), line.unwrap()));
+        }
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_millis(1200)).is_err(),
+        "4 GiB pinned is under the 6 GiB ceiling"
+    );
+    // Atomic replace, as a kernel file changes: the reader sees the old or the new text.
+    let next = root.join("proc/7001/.smaps.new");
+    std::fs::write(&next, pinned_smaps(8)).unwrap();
+    let crossed = Instant::now();
+    std::fs::rename(&next, &smaps).unwrap();
+    let (at, line) = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("guard acted");
+    let out = child.wait_with_output().unwrap();
+    let stopped = crossed.elapsed();
+    let trip_latency = at - crossed;
+    eprintln!("job_host_gpu trip latency {trip_latency:?}, job stopped after {stopped:?}");
+    assert_eq!(out.status.code(), Some(4));
+    let ev: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(ev["event"], "term");
+    assert_eq!(ev["trip"]["reason"], "job_host_gpu");
+    assert_eq!(ev["trip"]["held"], 8u64 << 30);
+    assert_eq!(ev["job_host_gpu"], 8u64 << 30);
+    assert!(
+        trip_latency < 2 * interval,
+        "tripped after {trip_latency:?}"
+    );
+    assert!(stopped < 2 * interval, "job stopped after {stopped:?}");
 }

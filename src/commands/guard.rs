@@ -3,11 +3,13 @@
 use crate::cli::{GuardAction, GuardArgs};
 use anyhow::{bail, Context, Result};
 use gpuledger::findings::{analyze, Thresholds};
-use gpuledger::guard::{check, Policy, Target, Trip};
+use gpuledger::guard::job_cgroup::JobCgroup;
+use gpuledger::guard::{check, job_host_gpu, Policy, Target, Trip};
 use gpuledger::job::Job;
-use gpuledger::ledger::Ledger;
+use gpuledger::ledger::{Ledger, MemClass};
 use gpuledger::outputs::json::rfc3339;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::sources::cgroup::{read_cgroup, read_proc_cgroup};
 use gpuledger::units::{human_bytes, parse_duration, parse_size_spec, SizeSpec};
 use rustix::process::Signal;
 use serde_json::json;
@@ -16,6 +18,305 @@ use std::time::{Duration, Instant};
 
 /// Exit status when guard stopped the job.
 const EXIT_STOPPED: u8 = 4;
+
+/// How long a killed job's processes get to finish exiting before guard gives up waiting.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// The parsed flags.
+struct Settings {
+    policy: Policy,
+    grace: Duration,
+    interval: Duration,
+    action: GuardAction,
+    json: bool,
+}
+
+/// Where the escalation stands.
+#[derive(Default)]
+struct State {
+    warned: bool,
+    acted: Option<Instant>,
+    killed: bool,
+}
+
+fn size_flag(text: Option<&str>, flag: &str) -> Result<Option<u64>> {
+    match text
+        .map(parse_size_spec)
+        .transpose()
+        .with_context(|| format!("in {flag}"))?
+    {
+        Some(SizeSpec::Bytes(b)) => Ok(Some(b)),
+        Some(SizeSpec::Percent(_)) => bail!("{flag} takes a size such as 24GiB"),
+        None => Ok(None),
+    }
+}
+
+fn settings(args: &GuardArgs) -> Result<Settings> {
+    let policy = Policy {
+        min_available: parse_size_spec(&args.min_available).context("in --min-available")?,
+        max_driver_held: size_flag(args.max_driver_held.as_deref(), "--max-driver-held")?,
+        max_job_host_gpu: size_flag(args.max_job_host_gpu.as_deref(), "--max-job-host-gpu")?,
+    };
+    if args.command.is_empty() == args.pids.is_empty() {
+        bail!("guard needs either -- CMD ARGS… or --pid PID…");
+    }
+    Ok(Settings {
+        policy,
+        grace: parse_duration(&args.grace).map_err(anyhow::Error::msg)?,
+        interval: parse_duration(&args.interval).map_err(anyhow::Error::msg)?,
+        action: args.action,
+        json: args.json,
+    })
+}
+
+/// Starts the job (in a cgroup of its own when one can be made), or holds the `--pid`s.
+fn start(args: &GuardArgs) -> Result<(Option<Job>, Target)> {
+    if args.command.is_empty() {
+        let mut target = Target::default();
+        for &p in &args.pids {
+            target.add(p);
+        }
+        if !target.alive() {
+            bail!("none of --pid {:?} is a running process", args.pids);
+        }
+        return Ok((None, target));
+    }
+    match JobCgroup::create() {
+        Ok(cg) => {
+            let job = cg
+                .run_inside(|| Job::spawn_group(&args.command))?
+                .context("guard")?;
+            Ok((Some(job), Target::contained(cg)))
+        }
+        Err(e) => {
+            eprintln!(
+                "gpuledger guard: warning: containment is by process group only, so a process \
+                 of the job that calls setsid escapes it: {:#}. Give guard a writable cgroup v2 \
+                 (run it as root, or under `systemd-run --user --scope -p Delegate=yes`).",
+                anyhow::Error::from(e)
+            );
+            let job = Job::spawn_group(&args.command).context("guard")?;
+            let mut target = Target::with_group(job.pid());
+            target.add(job.pid());
+            Ok((Some(job), target))
+        }
+    }
+}
+
+/// Fresh counters every interval: the job's processes are few, so every fd table is re-read
+/// each sample instead of on the whole-machine cadences, and a new GPU fd is seen at once.
+fn sampler_options() -> SamplerOptions {
+    SamplerOptions {
+        check_period: Duration::ZERO,
+        rescan_period: Duration::ZERO,
+        ..SamplerOptions::default()
+    }
+}
+
+pub fn run(root: Option<&std::path::Path>, args: &GuardArgs, t: &Thresholds) -> Result<ExitCode> {
+    let s = settings(args)?;
+    let root = super::open_root(root)?;
+    let live = root.is_live();
+    let (mut job, mut target) = start(args)?;
+    let roots: Vec<u32> = job
+        .as_ref()
+        .map(|j| vec![j.pid()])
+        .unwrap_or_else(|| args.pids.clone());
+    let scope = if live {
+        Scope::Tree(roots.iter().copied().collect())
+    } else {
+        Scope::All
+    };
+    let mut sampler = Sampler::new(root, scope, sampler_options());
+    let mut state = State::default();
+    loop {
+        let tick = Instant::now();
+        if let Some(code) = ended(&mut job, &mut target, &state, &s)? {
+            return Ok(code);
+        }
+        let contained = target.cgroup().is_some();
+        if live && contained {
+            sampler.set_scope(Scope::Pids(target.pids().into_iter().collect()));
+        }
+        let ledger = Ledger::from_snapshot(&sampler.sample()?);
+        if live && !contained {
+            for p in &ledger.processes {
+                target.add(p.pid);
+            }
+        }
+        // A contained job's own cgroup has no controllers; its limit is the one it was started in.
+        let limit_of = if contained {
+            std::process::id()
+        } else {
+            roots[0]
+        };
+        let cg = live
+            .then(|| read_proc_cgroup(sampler.root(), limit_of))
+            .flatten()
+            .map(|p| read_cgroup(sampler.root(), &p));
+        let trip = check(&s.policy, &ledger, cg.as_ref());
+        step(&mut state, trip, &ledger, &mut target, &s, t);
+        let wait = if state.acted.is_some() {
+            Duration::from_millis(50)
+        } else {
+            s.interval
+        };
+        std::thread::sleep(wait.saturating_sub(tick.elapsed()));
+    }
+}
+
+/// The exit status once the job is over: the started job's main process has ended (and the rest
+/// of its cgroup has been stopped), or none of the `--pid`s is left.
+fn ended(
+    job: &mut Option<Job>,
+    target: &mut Target,
+    state: &State,
+    s: &Settings,
+) -> Result<Option<ExitCode>> {
+    let stopped = |own: u8| {
+        ExitCode::from(if state.acted.is_some() {
+            EXIT_STOPPED
+        } else {
+            own
+        })
+    };
+    let Some(j) = job.as_mut() else {
+        return Ok((!target.alive()).then(|| stopped(0)));
+    };
+    let Some(end) = j.try_wait()? else {
+        return Ok(None);
+    };
+    stop_the_rest(target, state, s);
+    Ok(Some(stopped(end.exit_code())))
+}
+
+/// The job is its cgroup: when its main process ends, what it left behind is stopped too
+/// (SIGTERM, SIGKILL once --grace has passed since the first signal).
+fn stop_the_rest(target: &mut Target, state: &State, s: &Settings) {
+    let Some(left) = target.cgroup().map(|cg| cg.pids().len()) else {
+        return;
+    };
+    match state.acted {
+        Some(_) if state.killed => {}
+        Some(at) => kill_after(target, at + s.grace, s),
+        None if left > 0 => {
+            eprintln!(
+                "gpuledger guard: the job's main process ended; stopping the {left} process(es) \
+                 it left behind (SIGTERM, SIGKILL after --grace)"
+            );
+            target.signal(Signal::TERM);
+            kill_after(target, Instant::now() + s.grace, s);
+        }
+        None => return,
+    }
+    if let Some(cg) = target.cgroup() {
+        cg.wait_empty(Instant::now() + KILL_WAIT);
+    }
+}
+
+/// Kills the job's cgroup if it still has members at `deadline`.
+fn kill_after(target: &mut Target, deadline: Instant, s: &Settings) {
+    if target.cgroup().is_some_and(|cg| !cg.wait_empty(deadline)) {
+        let pids = target.signal(Signal::KILL);
+        eprintln!(
+            "gpuledger guard: the job outlived --grace {:?}; killed its cgroup ({pids:?})",
+            s.grace
+        );
+    }
+}
+
+/// One step of the escalation: warn or signal on a new crossing, SIGKILL once --grace passed.
+fn step(
+    state: &mut State,
+    trip: Option<Trip>,
+    ledger: &Ledger,
+    target: &mut Target,
+    s: &Settings,
+    t: &Thresholds,
+) {
+    match (trip, state.acted) {
+        (Some(trip), None) => {
+            if s.action == GuardAction::None && state.warned {
+                return;
+            }
+            act(state, &trip, ledger, target, s, t);
+        }
+        (None, None) => state.warned = false,
+        (trip, Some(at)) if !state.killed && at.elapsed() >= s.grace => {
+            let pids = target.signal(Signal::KILL);
+            state.killed = true;
+            eprintln!(
+                "gpuledger guard: the job outlived --grace {:?}; sent SIGKILL to {pids:?}",
+                s.grace
+            );
+            if let Some(trip) = trip {
+                event(s.json, "kill", &trip, ledger, &pids, &[]);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Reports a crossing and applies --action.
+fn act(
+    state: &mut State,
+    trip: &Trip,
+    ledger: &Ledger,
+    target: &mut Target,
+    s: &Settings,
+    t: &Thresholds,
+) {
+    let findings: Vec<String> = analyze(ledger, t)
+        .into_iter()
+        .map(|f| format!("{}: {}", f.kind.as_str(), f.message))
+        .collect();
+    let (verb, kind) = match s.action {
+        GuardAction::None => ("warning only (--action none)", "warn"),
+        GuardAction::Term => ("sending SIGTERM to the job", "term"),
+        GuardAction::Kill => ("sending SIGKILL to the job", "kill"),
+    };
+    eprintln!("gpuledger guard: {}; {verb}", trip.describe());
+    for h in holders(ledger) {
+        eprintln!("  {h}");
+    }
+    for f in &findings {
+        eprintln!("  {f}");
+    }
+    let pids = match s.action {
+        GuardAction::None => {
+            state.warned = true;
+            target.pids()
+        }
+        GuardAction::Term => {
+            state.acted = Some(Instant::now());
+            target.signal(Signal::TERM)
+        }
+        GuardAction::Kill => {
+            state.acted = Some(Instant::now());
+            state.killed = true;
+            target.signal(Signal::KILL)
+        }
+    };
+    event(s.json, kind, trip, ledger, &pids, &findings);
+}
+
+/// One line per process and device: what it holds on the device and in host RAM.
+fn holders(ledger: &Ledger) -> Vec<String> {
+    ledger
+        .processes
+        .iter()
+        .flat_map(|p| p.devices().into_iter().map(move |d| (p, d)))
+        .map(|(p, d)| {
+            let c = |class| human_bytes(p.resident(d, class));
+            format!(
+                "{} on {d}: {} device-local, {} host-class",
+                p.label(),
+                c(MemClass::Device),
+                c(MemClass::Host)
+            )
+        })
+        .collect()
+}
 
 fn event(
     json_out: bool,
@@ -32,173 +333,11 @@ fn event(
             "trip": trip,
             "mem_total": ledger.host.mem_total,
             "mem_available": ledger.host.mem_available,
-            "driver_held": ledger.host.driver_held().map(|e| e.bytes),
-            "driver_held_source": ledger.host.driver_held().map(|e| e.counter.as_str()),
+            "driver_held": ledger.host.driver_held(),
+            "job_host_gpu": job_host_gpu(ledger),
             "pids": pids,
             "findings": findings,
         });
         println!("{line}");
-    }
-}
-
-pub fn run(root: Option<&std::path::Path>, args: &GuardArgs, t: &Thresholds) -> Result<ExitCode> {
-    let min_available = parse_size_spec(&args.min_available).context("in --min-available")?;
-    let max_driver_held = match args
-        .max_driver_held
-        .as_deref()
-        .map(parse_size_spec)
-        .transpose()
-        .context("in --max-driver-held")?
-    {
-        Some(SizeSpec::Bytes(b)) => Some(b),
-        Some(SizeSpec::Percent(_)) => bail!("--max-driver-held takes a size such as 24GiB"),
-        None => None,
-    };
-    let policy = Policy {
-        min_available,
-        max_driver_held,
-    };
-    let grace = parse_duration(&args.grace).map_err(anyhow::Error::msg)?;
-    let interval = parse_duration(&args.interval).map_err(anyhow::Error::msg)?;
-    if args.command.is_empty() == args.pids.is_empty() {
-        bail!("guard needs either -- CMD ARGS… or --pid PID…");
-    }
-    let root = super::open_root(root)?;
-    let live = root.is_live();
-    let mut job = if args.command.is_empty() {
-        None
-    } else {
-        Some(Job::spawn_group(&args.command).context("guard")?)
-    };
-    let mut target = match &job {
-        Some(j) => Target::with_group(j.pid()),
-        None => Target::default(),
-    };
-    let roots: Vec<u32> = job
-        .as_ref()
-        .map(|j| vec![j.pid()])
-        .unwrap_or_else(|| args.pids.clone());
-    for &p in &roots {
-        target.add(p);
-    }
-    if job.is_none() && !target.alive() {
-        bail!("none of --pid {:?} is a running process", args.pids);
-    }
-    let scope = if live {
-        Scope::Tree(roots.iter().copied().collect())
-    } else {
-        Scope::All
-    };
-    let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
-    let mut warned = false;
-    let mut acted: Option<Instant> = None;
-    let mut killed = false;
-    loop {
-        let tick = Instant::now();
-        if let Some(j) = job.as_mut() {
-            if let Some(end) = j.try_wait()? {
-                return Ok(ExitCode::from(if acted.is_some() {
-                    EXIT_STOPPED
-                } else {
-                    end.exit_code()
-                }));
-            }
-        } else if !target.alive() {
-            return Ok(ExitCode::from(if acted.is_some() {
-                EXIT_STOPPED
-            } else {
-                0
-            }));
-        }
-        let ledger = Ledger::from_snapshot(&sampler.sample()?);
-        if live {
-            for p in &ledger.processes {
-                target.add(p.pid);
-            }
-        }
-        let cg = if live {
-            gpuledger::sources::cgroup::read_proc_cgroup(sampler.root(), roots[0])
-                .map(|p| gpuledger::sources::cgroup::read_cgroup(sampler.root(), &p))
-        } else {
-            None
-        };
-        match (check(&policy, &ledger, cg.as_ref()), acted) {
-            (Some(trip), None) => {
-                let findings: Vec<String> = analyze(&ledger, t)
-                    .into_iter()
-                    .map(|f| format!("{}: {}", f.kind.as_str(), f.message))
-                    .collect();
-                let holders: Vec<String> = ledger
-                    .processes
-                    .iter()
-                    .flat_map(|p| p.devices().into_iter().map(move |d| (p, d)))
-                    .map(|(p, d)| {
-                        let c = |class| human_bytes(p.resident(d, class));
-                        format!(
-                            "{} on {d}: {} device-local, {} host-class",
-                            p.label(),
-                            c(gpuledger::ledger::MemClass::Device),
-                            c(gpuledger::ledger::MemClass::Host)
-                        )
-                    })
-                    .collect();
-                let verb = match args.action {
-                    GuardAction::None => "warning only (--action none)",
-                    GuardAction::Term => "sending SIGTERM to the job",
-                    GuardAction::Kill => "sending SIGKILL to the job",
-                };
-                if args.action == GuardAction::None && warned {
-                    std::thread::sleep(interval.saturating_sub(tick.elapsed()));
-                    continue;
-                }
-                eprintln!("gpuledger guard: {}; {verb}", trip.describe());
-                for h in &holders {
-                    eprintln!("  {h}");
-                }
-                for f in &findings {
-                    eprintln!("  {f}");
-                }
-                let pids = match args.action {
-                    GuardAction::None => {
-                        warned = true;
-                        target.pids()
-                    }
-                    GuardAction::Term => {
-                        acted = Some(Instant::now());
-                        target.signal(Signal::TERM)
-                    }
-                    GuardAction::Kill => {
-                        acted = Some(Instant::now());
-                        killed = true;
-                        target.signal(Signal::KILL)
-                    }
-                };
-                let kind = match args.action {
-                    GuardAction::None => "warn",
-                    GuardAction::Term => "term",
-                    GuardAction::Kill => "kill",
-                };
-                event(args.json, kind, &trip, &ledger, &pids, &findings);
-            }
-            (None, None) => warned = false,
-            (_, Some(at)) if !killed && at.elapsed() >= grace => {
-                let pids = target.signal(Signal::KILL);
-                killed = true;
-                eprintln!(
-                    "gpuledger guard: the job outlived --grace {}; sent SIGKILL to {pids:?}",
-                    args.grace
-                );
-                if let Some(trip) = check(&policy, &ledger, cg.as_ref()) {
-                    event(args.json, "kill", &trip, &ledger, &pids, &[]);
-                }
-            }
-            _ => {}
-        }
-        let wait = if acted.is_some() {
-            Duration::from_millis(50)
-        } else {
-            interval
-        };
-        std::thread::sleep(wait.saturating_sub(tick.elapsed()));
     }
 }

@@ -1,0 +1,238 @@
+//! A cgroup v2 of the guarded job's own, so that stopping the job reaches every process it
+//! started, including those that left its process group with `setsid` or a double fork.
+//!
+//! The cgroup is created as a child of gpuledger's own cgroup (`/proc/self/cgroup`), because that
+//! is the one place an unprivileged user can be allowed to write (a systemd-delegated scope) and
+//! because moving a process needs write access to the common ancestor of its old and new cgroup:
+//! here that is gpuledger's own cgroup. A cgroup that holds processes (gpuledger's) has no
+//! controllers enabled for its children, so the new child accepts processes.
+//!
+//! The job is born inside: gpuledger moves itself into the new cgroup, forks, and moves back. A
+//! child moved in after it started could fork before the move; this way no process of the job
+//! ever runs outside, and no code runs between fork and exec.
+//!
+//! The job is killed with `cgroup.kill` (Linux 5.14), else by freezing the cgroup and signalling
+//! every member. gpuledger never writes `cgroup.kill` while it is itself a member.
+//! ref: Documentation/admin-guide/cgroup-v2.rst ("Organizing Processes", "cgroup.kill").
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Why the job could not be given a cgroup of its own.
+#[derive(Debug, Error)]
+pub enum ContainError {
+    /// No cgroup2 file system is mounted.
+    #[error("no cgroup v2 hierarchy is mounted (none in /proc/self/mountinfo)")]
+    NoHierarchy,
+    /// `/proc/self/cgroup` has no `0::` line, or it is outside the mounted hierarchy.
+    #[error("gpuledger's own cgroup v2 path is unknown ({0:?} in /proc/self/cgroup)")]
+    OwnPath(String),
+    /// A cgroup file could not be read or written.
+    #[error("cannot {what} {}", path.display())]
+    Io {
+        /// What was attempted.
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> ContainError + 'a {
+    move |source| ContainError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The guarded job's cgroup; removed when dropped (after its processes are gone).
+#[derive(Debug)]
+pub struct JobCgroup {
+    dir: PathBuf,
+    parent: PathBuf,
+    /// Path below the hierarchy's root, as `/proc/PID/cgroup` shows it.
+    path: String,
+}
+
+impl JobCgroup {
+    /// Creates `gpuledger-guard-<pid>` below gpuledger's own cgroup.
+    pub fn create() -> Result<JobCgroup, ContainError> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+            .map_err(io_err("read", Path::new("/proc/self/mountinfo")))?;
+        let (mount_root, mount_point) =
+            cgroup2_mount(&mountinfo).ok_or(ContainError::NoHierarchy)?;
+        let own = own_path()?;
+        let below = own
+            .strip_prefix(mount_root.trim_end_matches('/'))
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+            .ok_or_else(|| ContainError::OwnPath(own.clone()))?;
+        let parent = PathBuf::from(&mount_point).join(below.trim_start_matches('/'));
+        let name = format!("gpuledger-guard-{}", std::process::id());
+        let dir = parent.join(&name);
+        std::fs::create_dir(&dir).map_err(io_err("create", &dir))?;
+        let cg = JobCgroup {
+            dir,
+            parent,
+            path: format!("{}/{name}", own.trim_end_matches('/')),
+        };
+        // Prove now, before anything is started, that processes can be moved in and back out.
+        cg.run_inside(|| ())?;
+        Ok(cg)
+    }
+
+    /// Runs `spawn` with gpuledger inside the job's cgroup, so a process it forks starts there.
+    pub fn run_inside<T>(&self, spawn: impl FnOnce() -> T) -> Result<T, ContainError> {
+        let me = std::process::id().to_string();
+        let procs = self.dir.join("cgroup.procs");
+        std::fs::write(&procs, &me).map_err(io_err("move gpuledger into", &procs))?;
+        let spawned = spawn();
+        let back = self.parent.join("cgroup.procs");
+        std::fs::write(&back, &me).map_err(io_err("move gpuledger back to", &back))?;
+        Ok(spawned)
+    }
+
+    /// The pids in the cgroup now (an unreadable list reads as empty).
+    pub fn pids(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether `pid` is in this cgroup (read from its `/proc/PID/cgroup`).
+    pub fn contains(&self, pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            .is_ok_and(|t| t.lines().any(|l| l.strip_prefix("0::") == Some(&self.path)))
+    }
+
+    /// Kills every process in the cgroup: `cgroup.kill`, else freeze and SIGKILL each member.
+    /// Returns whether `cgroup.kill` did it.
+    pub fn kill(&self) -> bool {
+        if self.contains(std::process::id()) {
+            // Only possible if moving back out failed; killing the cgroup would kill guard.
+            self.kill_each();
+            return false;
+        }
+        if std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
+            return true;
+        }
+        let _ = std::fs::write(self.dir.join("cgroup.freeze"), "1");
+        self.kill_each();
+        let _ = std::fs::write(self.dir.join("cgroup.freeze"), "0");
+        false
+    }
+
+    /// SIGKILL to every member, in rounds, until none is left (members may be forking).
+    fn kill_each(&self) {
+        let me = std::process::id();
+        for _ in 0..20 {
+            let pids: Vec<u32> = self.pids().into_iter().filter(|&p| p != me).collect();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                if let Some(fd) = crate::guard::open_member(self, pid) {
+                    let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until the cgroup is empty or `deadline` passes; returns whether it is empty.
+    pub fn wait_empty(&self, deadline: Instant) -> bool {
+        loop {
+            if self.pids().is_empty() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for JobCgroup {
+    fn drop(&mut self) {
+        // Killed processes leave the cgroup as they finish exiting; rmdir succeeds once empty.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// gpuledger's own cgroup v2 path (the `0::` line of `/proc/self/cgroup`).
+fn own_path() -> Result<String, ContainError> {
+    let text = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(io_err("read", Path::new("/proc/self/cgroup")))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .filter(|p| p.starts_with('/') && !p.ends_with(" (deleted)"))
+        .map(String::from)
+        .ok_or_else(|| ContainError::OwnPath(text.trim().to_string()))
+}
+
+/// (root inside the hierarchy, mount point) of the first cgroup2 mount in `mountinfo`.
+/// ref: Documentation/filesystems/proc.rst, "/proc/<pid>/mountinfo".
+fn cgroup2_mount(mountinfo: &str) -> Option<(String, String)> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        if right.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        let f: Vec<&str> = left.split_whitespace().collect();
+        Some((unescape(f.get(3)?), unescape(f.get(4)?)))
+    })
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape(field: &str) -> String {
+    let mut out = Vec::with_capacity(field.len());
+    let b = field.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b.get(i + 1..i + 4).and_then(|d| {
+            let s = std::str::from_utf8(d).ok()?;
+            u8::from_str_radix(s, 8).ok()
+        });
+        match (b[i], octal) {
+            (b'\\', Some(c)) => {
+                out.push(c);
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_cgroup2_mount_in_hybrid_and_unified_layouts() {
+        let hybrid = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n\
+            35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
+            41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            cgroup2_mount(hybrid),
+            Some(("/".into(), "/sys/fs/cgroup/unified".into()))
+        );
+        let bound = "50 40 0:27 /user.slice /mnt/my\\040cg rw shared:9 - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            cgroup2_mount(bound),
+            Some(("/user.slice".into(), "/mnt/my cg".into()))
+        );
+        let v1_only: String = hybrid.lines().take(2).map(|l| format!("{l}\n")).collect();
+        assert_eq!(cgroup2_mount(&v1_only), None);
+    }
+}
