@@ -332,6 +332,7 @@ mod tests {
             shared: None,
             purgeable: None,
             active: None,
+            source: crate::ledger::UsageSource::Nvml,
         };
         let mut l = ledger(100 << 30, 50 << 30, None);
         l.processes.push(crate::ledger::ProcessRow {
