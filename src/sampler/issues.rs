@@ -86,13 +86,28 @@ pub(super) fn handle(
     err: &io::Error,
     required: bool,
 ) -> Outcome {
-    let outcome = classify(err, root.is_live());
+    let outcome = match classify(err, root.is_live()) {
+        Outcome::Absent if process_gone(root, rel) => Outcome::Vanished,
+        o => o,
+    };
     match &outcome {
         Outcome::Absent if required => note_absent(stats, root, rel),
         Outcome::Issue(reason) => note(stats, rel, *reason, detail(*reason, err)),
         _ => {}
     }
     outcome
+}
+
+/// Whether `rel` is under a `proc/PID/` directory that is no longer there: a process that ended
+/// while a `simulate --live` tree was being rewritten, not a defect of the tree.
+fn process_gone(root: &Root, rel: &str) -> bool {
+    let mut parts = rel.splitn(3, '/');
+    match (parts.next(), parts.next()) {
+        (Some("proc"), Some(pid)) if pid.bytes().all(|b| b.is_ascii_digit()) => {
+            root.size_of(format!("proc/{pid}")).is_err()
+        }
+        _ => false,
+    }
 }
 
 fn detail(reason: IssueReason, err: &io::Error) -> String {
@@ -133,6 +148,25 @@ mod tests {
             classify(&fifo, true),
             Outcome::Issue(IssueReason::NotRegularFile)
         );
+    }
+
+    #[test]
+    fn a_process_gone_from_a_tree_vanished() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/7/fd")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let gone = io::Error::from(io::ErrorKind::NotFound);
+        let mut stats = ScanStats::default();
+        assert_eq!(
+            handle(&mut stats, &root, "proc/8/fd", &gone, true),
+            Outcome::Vanished
+        );
+        assert_eq!(
+            handle(&mut stats, &root, "proc/7/comm", &gone, true),
+            Outcome::Absent
+        );
+        assert_eq!(stats.issues_total, 1);
+        assert_eq!(stats.issues[0].reason, IssueReason::Missing);
     }
 
     #[test]
