@@ -371,9 +371,9 @@ impl Sampler {
             return Ok(None);
         }
         t.last_check = Some(now);
-        let fd_rel = format!("proc/{pid}/fd");
-        let failed =
-            |stats: &mut ScanStats, e: io::Error| issues::handle(stats, root, &fd_rel, &e, true);
+        let failed = |stats: &mut ScanStats, e: io::Error| {
+            issues::handle(stats, root, &format!("proc/{pid}/fd"), &e, true)
+        };
         let count = if counts {
             Some(pp::fd_count(root, pid).map_err(|e| failed(stats, e))?)
         } else {
@@ -388,7 +388,7 @@ impl Sampler {
             .map_err(|e| failed(stats, e))?;
         stats.fd_tables_read += 1;
         for (fd, e) in &table.failed {
-            issues::handle(stats, root, &format!("{fd_rel}/{fd}"), e, false);
+            issues::handle(stats, root, &format!("proc/{pid}/fd/{fd}"), e, false);
         }
         t.fd_count = count;
         t.last_scan = Some(now);

@@ -134,10 +134,28 @@ fn unusable_files_are_named_with_the_reason() {
     // meminfo pointing out of the tree: resolved inside the root it leads nowhere.
     std::fs::remove_file(tree.join("proc/meminfo")).unwrap();
     std::os::unix::fs::symlink("../../../../../etc/shadow", tree.join("proc/meminfo")).unwrap();
+    // A device node (/dev/zero's numbers: endless if read) where cmdline belongs; creating one
+    // needs CAP_MKNOD, which CI has (it runs as root).
+    let cmdline = tree.join("proc/116400/cmdline");
+    std::fs::remove_file(&cmdline).unwrap();
+    let device_node = rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &cmdline,
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        rustix::fs::makedev(1, 5),
+    )
+    .is_ok();
     let root = tree.to_str().unwrap();
 
     let doc = json_of(&["--root", root, "--json"], 0);
     let found = issues(&doc);
+    if device_node {
+        assert!(
+            found.contains(&("proc/116400/cmdline".into(), "not_regular_file".into())),
+            "{found:?}"
+        );
+    }
     let want = [
         ("proc/meminfo", "dangling_link"),
         ("proc/116400/fdinfo/4", "too_large"),
