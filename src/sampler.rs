@@ -86,6 +86,19 @@ struct Tracked {
     gpu: Option<Box<GpuHolder>>,
 }
 
+impl Tracked {
+    /// Nothing known yet but the parent, when the scope needs it.
+    fn new(ppid: Option<io::Result<Option<u32>>>) -> Tracked {
+        Tracked {
+            ppid: ppid.and_then(|r| r.ok().flatten()),
+            fd_count: None,
+            last_check: None,
+            last_scan: None,
+            gpu: None,
+        }
+    }
+}
+
 /// The state kept for a process that holds GPU fds.
 #[derive(Debug, Default)]
 struct GpuHolder {
@@ -175,19 +188,15 @@ impl Sampler {
         // `pids` is sorted.
         self.procs.retain(|pid, _| pids.binary_search(pid).is_ok());
         let need_ppid = matches!(self.scope, Scope::Tree(_));
-        for &pid in &pids {
-            let root = &self.root;
-            self.procs.entry(pid).or_insert_with(|| Tracked {
-                ppid: if need_ppid {
-                    pp::read_ppid(root, pid).ok().flatten()
-                } else {
-                    None
-                },
-                fd_count: None,
-                last_check: None,
-                last_scan: None,
-                gpu: None,
-            });
+        // A captured tree is read in full every sample, so there only GPU holders (their metadata
+        // and fdinfo cache) are remembered; the live machine's cadences need every pid.
+        if self.root.is_live() || need_ppid {
+            for &pid in &pids {
+                let root = &self.root;
+                self.procs
+                    .entry(pid)
+                    .or_insert_with(|| Tracked::new(need_ppid.then(|| pp::read_ppid(root, pid))));
+            }
         }
         let nv = self
             .nvml
@@ -361,9 +370,7 @@ impl Sampler {
         let counts = self.fd_count_in_size;
         let opts = self.opts;
         let root = &self.root;
-        let Some(t) = self.procs.get_mut(&pid) else {
-            return Ok(None);
-        };
+        let t = self.procs.entry(pid).or_insert_with(|| Tracked::new(None));
         let due =
             |last: Option<Instant>, period| last.is_none_or(|l| now.duration_since(l) >= period);
         let must_scan = !live || t.gpu.is_some() || due(t.last_scan, opts.rescan_period);
@@ -394,6 +401,9 @@ impl Sampler {
         t.last_scan = Some(now);
         if table.gpu.is_empty() {
             t.gpu = None;
+            if !live {
+                self.procs.remove(&pid);
+            }
             return Ok(None);
         }
         let holder = t.gpu.get_or_insert_with(Box::default);
