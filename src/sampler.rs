@@ -8,8 +8,10 @@
 //! `rescan_period` for the rare open-and-close that keeps the count. fdinfo of a device that runtime
 //! PM reports suspended is re-read only every `asleep_period`, because reading xe fdinfo wakes it.
 
+mod issues;
+
 use crate::root::Root;
-use crate::snapshot::{DrmFd, ProcessSample, ScanStats, Snapshot};
+use crate::snapshot::{DrmFd, IssueReason, ProcessSample, ScanStats, Snapshot};
 use crate::sources::cgroup;
 use crate::sources::drm_devices::{scan_devices, DeviceInfo};
 use crate::sources::drm_fdinfo::FdInfo;
@@ -19,6 +21,7 @@ use crate::sources::meminfo::{
 };
 use crate::sources::nvml::{self, NvmlSource};
 use crate::sources::proc_pid::{self as pp, GpuFd, GpuFdKind};
+use issues::Outcome;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -72,13 +75,34 @@ pub enum SampleError {
     },
 }
 
+/// What the sampler remembers of every listed process. Most processes hold no GPU fd, and on a
+/// large node they are hundreds of thousands: they cost these few words and no strings.
 #[derive(Debug)]
 struct Tracked {
     ppid: Option<u32>,
     fd_count: Option<u64>,
     last_check: Option<Instant>,
     last_scan: Option<Instant>,
-    gpu: Vec<GpuFd>,
+    gpu: Option<Box<GpuHolder>>,
+}
+
+impl Tracked {
+    /// Nothing known yet but the parent, when the scope needs it.
+    fn new(ppid: Option<io::Result<Option<u32>>>) -> Tracked {
+        Tracked {
+            ppid: ppid.and_then(|r| r.ok().flatten()),
+            fd_count: None,
+            last_check: None,
+            last_scan: None,
+            gpu: None,
+        }
+    }
+}
+
+/// The state kept for a process that holds GPU fds.
+#[derive(Debug, Default)]
+struct GpuHolder {
+    fds: Vec<GpuFd>,
     meta: Option<ProcessSample>,
     fdinfo_cache: HashMap<u32, (Instant, FdInfo)>,
 }
@@ -166,24 +190,18 @@ impl Sampler {
         self.refresh_devices(now);
         let (meminfo, vmstat) = self.host_counters(&mut stats);
 
-        let listed: BTreeSet<u32> = pids.iter().copied().collect();
-        self.procs.retain(|pid, _| listed.contains(pid));
+        // `pids` is sorted.
+        self.procs.retain(|pid, _| pids.binary_search(pid).is_ok());
         let need_ppid = matches!(self.scope, Scope::Tree(_));
-        for &pid in &pids {
-            let root = &self.root;
-            self.procs.entry(pid).or_insert_with(|| Tracked {
-                ppid: if need_ppid {
-                    pp::read_ppid(root, pid).ok().flatten()
-                } else {
-                    None
-                },
-                fd_count: None,
-                last_check: None,
-                last_scan: None,
-                gpu: Vec::new(),
-                meta: None,
-                fdinfo_cache: HashMap::new(),
-            });
+        // A captured tree is read in full every sample, so there only GPU holders (their metadata
+        // and fdinfo cache) are remembered; the live machine's cadences need every pid.
+        if self.root.is_live() || need_ppid {
+            for &pid in &pids {
+                let root = &self.root;
+                self.procs
+                    .entry(pid)
+                    .or_insert_with(|| Tracked::new(need_ppid.then(|| pp::read_ppid(root, pid))));
+            }
         }
         let nv = self
             .nvml
@@ -215,9 +233,13 @@ impl Sampler {
             match self.sample_process(pid, now, &asleep, &kfd_topology, &mut stats) {
                 Ok(Some(p)) => processes.push(p),
                 Ok(None) => {}
-                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => stats.unreadable += 1,
-                Err(_) => {
+                Err(Outcome::Denied) => stats.unreadable += 1,
+                Err(Outcome::Vanished) => {
                     stats.vanished += 1;
+                    self.procs.remove(&pid);
+                }
+                // Noted by name already.
+                Err(_) => {
                     self.procs.remove(&pid);
                 }
             }
@@ -264,12 +286,31 @@ impl Sampler {
         &self,
         stats: &mut ScanStats,
     ) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
-        let meminfo = read_meminfo(&self.root)
-            .map(|t| parse_meminfo(&t))
-            .unwrap_or_default();
-        let vmstat = read_vmstat(&self.root)
-            .map(|t| parse_vmstat(&t, is_gpu_vmstat_key))
-            .unwrap_or_default();
+        let meminfo = match read_meminfo(&self.root) {
+            Ok(t) => {
+                let parsed = parse_meminfo(&t);
+                if !parsed.values.contains_key("MemTotal") {
+                    issues::note(
+                        stats,
+                        "proc/meminfo",
+                        IssueReason::Malformed,
+                        "no MemTotal line: host totals are unknown".into(),
+                    );
+                }
+                parsed
+            }
+            Err(e) => {
+                issues::handle(stats, &self.root, "proc/meminfo", &e, true);
+                Default::default()
+            }
+        };
+        let vmstat = match read_vmstat(&self.root) {
+            Ok(t) => parse_vmstat(&t, is_gpu_vmstat_key),
+            Err(e) => {
+                issues::handle(stats, &self.root, "proc/vmstat", &e, false);
+                Default::default()
+            }
+        };
         stats.malformed_lines += meminfo.malformed + vmstat.malformed;
         (meminfo.values, vmstat.values)
     }
@@ -320,6 +361,8 @@ impl Sampler {
         verdict
     }
 
+    /// Re-reads `pid`'s fd table when due; `Some` when it holds GPU fds. A failure comes back as
+    /// its [`Outcome`], already noted by name when it is an issue.
     fn sample_process(
         &mut self,
         pid: u32,
@@ -327,21 +370,24 @@ impl Sampler {
         asleep: &BTreeSet<String>,
         kfd_topology: &BTreeMap<String, String>,
         stats: &mut ScanStats,
-    ) -> io::Result<Option<ProcessSample>> {
+    ) -> Result<Option<ProcessSample>, Outcome> {
         let live = self.root.is_live();
         let counts = self.fd_count_in_size;
         let opts = self.opts;
         let root = &self.root;
-        let t = self.procs.get_mut(&pid).expect("tracked above");
+        let t = self.procs.entry(pid).or_insert_with(|| Tracked::new(None));
         let due =
             |last: Option<Instant>, period| last.is_none_or(|l| now.duration_since(l) >= period);
-        let must_scan = !live || !t.gpu.is_empty() || due(t.last_scan, opts.rescan_period);
+        let must_scan = !live || t.gpu.is_some() || due(t.last_scan, opts.rescan_period);
         if !must_scan && !due(t.last_check, opts.check_period) {
             return Ok(None);
         }
         t.last_check = Some(now);
+        let failed = |stats: &mut ScanStats, e: io::Error| {
+            issues::handle(stats, root, &format!("proc/{pid}/fd"), &e, true)
+        };
         let count = if counts {
-            Some(pp::fd_count(root, pid)?)
+            Some(pp::fd_count(root, pid).map_err(|e| failed(stats, e))?)
         } else {
             None
         };
@@ -349,59 +395,36 @@ impl Sampler {
         if !must_scan && !changed {
             return Ok(None);
         }
-        let dir = pp::open_fd_dir(root, pid)?;
-        let table = pp::read_fd_table(root, &dir)?;
+        let table = pp::open_fd_dir(root, pid)
+            .and_then(|dir| pp::read_fd_table(root, &dir))
+            .map_err(|e| failed(stats, e))?;
         stats.fd_tables_read += 1;
+        for (fd, e) in &table.failed {
+            issues::handle(stats, root, &format!("proc/{pid}/fd/{fd}"), e, false);
+        }
         t.fd_count = count;
         t.last_scan = Some(now);
-        t.gpu = table.gpu;
-        if t.gpu.is_empty() {
-            t.meta = None;
-            t.fdinfo_cache.clear();
+        if table.gpu.is_empty() {
+            t.gpu = None;
+            if !live {
+                self.procs.remove(&pid);
+            }
             return Ok(None);
         }
-        if t.meta.is_none() {
-            t.meta = Some(read_meta(root, pid)?);
-        }
-        let mut drm = Vec::new();
-        let mut other = Vec::new();
-        for g in &t.gpu {
-            if g.kind != GpuFdKind::Drm {
-                other.push(g.clone());
-                continue;
-            }
-            let sleeping = g.minor.as_ref().is_some_and(|m| asleep.contains(m));
-            let cached = t
-                .fdinfo_cache
-                .get(&g.fd)
-                .filter(|(at, _)| sleeping && now.duration_since(*at) < opts.asleep_period);
-            let info = match cached {
-                Some((_, info)) => info.clone(),
-                None => match pp::read_fdinfo(root, pid, g.fd) {
-                    Ok(text) => {
-                        let info = FdInfo::parse(&text);
-                        stats.malformed_lines += info.malformed;
-                        t.fdinfo_cache.insert(g.fd, (now, info.clone()));
-                        info
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(e),
-                    Err(_) => continue,
-                },
-            };
-            drm.push(DrmFd {
-                fd: g.fd,
-                path: g.path.clone(),
-                minor: g.minor.clone(),
-                info,
-            });
-        }
-        let live_fds: BTreeSet<u32> = t.gpu.iter().map(|g| g.fd).collect();
-        t.fdinfo_cache.retain(|fd, _| live_fds.contains(fd));
-        let mut p = t.meta.clone().expect("read above");
+        let holder = t.gpu.get_or_insert_with(Box::default);
+        holder.fds = table.gpu;
+        let meta = match holder.meta.take() {
+            Some(m) => m,
+            None => read_meta(root, pid, stats)?,
+        };
+        let mut p = holder.meta.insert(meta).clone();
         p.ppid = p.ppid.or(t.ppid);
+        let (drm, other) = read_gpu_fds(root, pid, holder, now, asleep, opts.asleep_period, stats)?;
         p.drm = drm;
         p.pinned_shmem = if other.iter().any(|g| g.kind == GpuFdKind::Nvidia) {
-            pp::read_dev_zero_rss(root, pid).ok()
+            pp::read_dev_zero_rss(root, pid)
+                .map_err(|e| issues::handle(stats, root, &format!("proc/{pid}/smaps"), &e, false))
+                .ok()
         } else {
             None
         };
@@ -415,14 +438,87 @@ impl Sampler {
     }
 }
 
-fn read_meta(root: &Root, pid: u32) -> io::Result<ProcessSample> {
-    let status = pp::read_status(root, pid).unwrap_or_default();
+/// fdinfo of each DRM fd (cached for asleep devices), and the other GPU fds as they are.
+fn read_gpu_fds(
+    root: &Root,
+    pid: u32,
+    t: &mut GpuHolder,
+    now: Instant,
+    asleep: &BTreeSet<String>,
+    asleep_period: Duration,
+    stats: &mut ScanStats,
+) -> Result<(Vec<DrmFd>, Vec<GpuFd>), Outcome> {
+    let mut drm = Vec::new();
+    let mut other = Vec::new();
+    for g in &t.fds {
+        if g.kind != GpuFdKind::Drm {
+            other.push(g.clone());
+            continue;
+        }
+        let sleeping = g.minor.as_ref().is_some_and(|m| asleep.contains(m));
+        let cached = t
+            .fdinfo_cache
+            .get(&g.fd)
+            .filter(|(at, _)| sleeping && now.duration_since(*at) < asleep_period);
+        let info = match cached {
+            Some((_, info)) => info.clone(),
+            None => match pp::read_fdinfo(root, pid, g.fd) {
+                Ok(text) => {
+                    let info = FdInfo::parse(&text);
+                    stats.malformed_lines += info.malformed;
+                    t.fdinfo_cache.insert(g.fd, (now, info.clone()));
+                    info
+                }
+                Err(e) => {
+                    let rel = format!("proc/{pid}/fdinfo/{}", g.fd);
+                    match issues::handle(stats, root, &rel, &e, true) {
+                        Outcome::Denied => return Err(Outcome::Denied),
+                        // Closed since the listing, or noted by name.
+                        _ => continue,
+                    }
+                }
+            },
+        };
+        drm.push(DrmFd {
+            fd: g.fd,
+            path: g.path.clone(),
+            minor: g.minor.clone(),
+            info,
+        });
+    }
+    let live_fds: BTreeSet<u32> = t.fds.iter().map(|g| g.fd).collect();
+    t.fdinfo_cache.retain(|fd, _| live_fds.contains(fd));
+    Ok((drm, other))
+}
+
+/// comm, cmdline, environ, status and cgroup of a GPU process, read once. A comm that cannot be
+/// used is noted and shown as `?` rather than dropping the process's GPU memory from view.
+fn read_meta(root: &Root, pid: u32, stats: &mut ScanStats) -> Result<ProcessSample, Outcome> {
+    let comm = match pp::read_comm(root, pid) {
+        Ok(c) => c,
+        Err(e) => match issues::handle(stats, root, &format!("proc/{pid}/comm"), &e, true) {
+            o @ (Outcome::Vanished | Outcome::Denied) => return Err(o),
+            _ => "?".into(),
+        },
+    };
+    let mut optional = |name: &str, e: io::Error| {
+        issues::handle(stats, root, &format!("proc/{pid}/{name}"), &e, false);
+    };
+    let status = pp::read_status(root, pid)
+        .map_err(|e| optional("status", e))
+        .unwrap_or_default();
+    let cmdline = pp::read_cmdline(root, pid)
+        .map_err(|e| optional("cmdline", e))
+        .unwrap_or_default();
+    let env = pp::read_environ(root, pid)
+        .map_err(|e| optional("environ", e))
+        .unwrap_or_default();
     Ok(ProcessSample {
         pid,
         ppid: status.ppid,
-        comm: pp::read_comm(root, pid)?,
-        cmdline: pp::read_cmdline(root, pid).unwrap_or_default(),
-        env: pp::read_environ(root, pid).unwrap_or_default(),
+        comm,
+        cmdline,
+        env,
         nspid: status.nspid,
         drm: Vec::new(),
         other_gpu_fds: Vec::new(),

@@ -94,4 +94,48 @@ pub struct ScanStats {
     pub malformed_lines: u32,
     /// Devices reported asleep (runtime-suspended), sampled slowly.
     pub asleep_devices: Vec<String>,
+    /// Files the scan met but could not use, the first [`MAX_LISTED_ISSUES`] of them.
+    #[serde(default)]
+    pub issues: Vec<ScanIssue>,
+    /// How many such files there were in all, listed or not.
+    #[serde(default)]
+    pub issues_total: u32,
+}
+
+/// How many [`ScanIssue`]s a snapshot lists; the rest are only counted.
+pub const MAX_LISTED_ISSUES: usize = 20;
+
+/// A file under the root that was there but could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanIssue {
+    /// The path relative to the root, e.g. `proc/4242/fdinfo/5`.
+    pub path: String,
+    /// Why it was not used.
+    pub reason: IssueReason,
+    /// The reason in words.
+    pub detail: String,
+}
+
+/// Why a file was not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueReason {
+    /// A FIFO, socket, device node or directory where a regular file belongs.
+    NotRegularFile,
+    /// Over the root's read cap.
+    TooLarge,
+    /// A symlink whose target, resolved inside the root, does not exist.
+    DanglingLink,
+    /// Too many symlinks, or a symlink where a file belongs.
+    LinkLoop,
+    /// An fd entry that is not a symlink.
+    NotASymlink,
+    /// A file where a directory belongs.
+    NotADirectory,
+    /// A required file absent from a captured tree.
+    Missing,
+    /// The file was read but lacks what it must hold (meminfo without `MemTotal`).
+    Malformed,
+    /// Any other read error.
+    Unreadable,
 }

@@ -2,6 +2,7 @@
 
 pub mod json;
 pub mod plot;
+pub mod safe_text;
 pub mod show;
 pub mod table;
 pub mod text_table;

@@ -1,5 +1,6 @@
 //! `show`: the summary of a recording, as text or JSON.
 
+use super::safe_text::display_safe;
 use super::text_table::{render, Align};
 use crate::recording::Recording;
 use crate::timeline::{peaks, TimelineFinding};
@@ -83,7 +84,7 @@ pub fn render_json(rec: &Recording, findings: &[TimelineFinding]) -> String {
 /// Text summary.
 pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) -> String {
     let mut s = format!("Recording {name}\n");
-    let _ = writeln!(s, "  command   {}", rec.command().join(" "));
+    let _ = writeln!(s, "  command   {}", display_safe(&rec.command().join(" ")));
     let end = match (rec.meta.get("exit_code"), rec.meta.get("signal")) {
         (Some(c), _) => format!("exit {c}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
@@ -100,7 +101,7 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
             .unwrap_or("?")
     );
     if let Some(note) = rec.meta.get("note") {
-        let _ = writeln!(s, "  note      {note}");
+        let _ = writeln!(s, "  note      {}", display_safe(note));
     }
     let ranks: Vec<String> = rec
         .processes
@@ -154,7 +155,13 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
             rec.kernel_count("driver")
         );
         for (i, kind, msg) in rec.kernel.iter().take(20) {
-            let _ = writeln!(s, "  {:>7.1} s  {kind:<23}  {msg}", rec.t_s(*i));
+            let _ = writeln!(
+                s,
+                "  {:>7.1} s  {:<23}  {}",
+                rec.t_s(*i),
+                display_safe(kind),
+                display_safe(msg)
+            );
         }
     }
     s.push_str("\nTimeline findings\n");
@@ -168,7 +175,7 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
             f.severity.as_str().to_uppercase(),
             f.kind.as_str(),
             f.t_s,
-            f.message
+            display_safe(&f.message)
         );
     }
     s

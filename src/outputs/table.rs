@@ -1,5 +1,6 @@
 //! The default human output of a snapshot: host memory, devices, the per-process table, findings.
 
+use super::safe_text::display_safe;
 use super::text_table::{render, Align};
 use crate::findings::Finding;
 use crate::ledger::{Ledger, MemClass};
@@ -243,11 +244,14 @@ fn findings_section(findings: &[Finding]) -> String {
             "  {:<8}  {}: {}",
             f.severity.as_str().to_uppercase(),
             f.kind.as_str(),
-            f.message
+            display_safe(&f.message)
         );
     }
     s
 }
+
+/// Issues named one per line in the text output; the rest are counted.
+const SHOWN_ISSUES: usize = 10;
 
 fn scan_notes(l: &Ledger) -> String {
     let st = &l.stats;
@@ -258,6 +262,29 @@ fn scan_notes(l: &Ledger) -> String {
             "\nNote: {} of {} processes could not be read (permission denied); run as root to see all.",
             st.unreadable, st.processes
         );
+    }
+    if st.issues_total > 0 {
+        let _ = writeln!(
+            s,
+            "\nNote: {} file(s) under the root could not be used and were skipped:",
+            st.issues_total
+        );
+        for i in st.issues.iter().take(SHOWN_ISSUES) {
+            let _ = writeln!(
+                s,
+                "  {}: {}",
+                display_safe(&i.path),
+                display_safe(&i.detail)
+            );
+        }
+        let more = (st.issues_total as usize).saturating_sub(st.issues.len().min(SHOWN_ISSUES));
+        if more > 0 {
+            let _ = writeln!(
+                s,
+                "  … and {more} more (--json lists the first {} under scan.issues)",
+                st.issues.len()
+            );
+        }
     }
     if st.malformed_lines > 0 {
         let _ = writeln!(

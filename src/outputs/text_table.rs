@@ -1,5 +1,8 @@
 //! Aligned plain-text columns.
 
+use super::safe_text::display_safe;
+use std::borrow::Cow;
+
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -9,10 +12,15 @@ pub enum Align {
     Right,
 }
 
-/// Renders rows under headers with two spaces between columns and the given indent.
+/// Renders rows under headers with two spaces between columns and the given indent. Cells are
+/// passed through [`display_safe`]: they hold names read from the machine.
 pub fn render(indent: &str, headers: &[(&str, Align)], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<Cow<str>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| display_safe(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|(h, _)| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -41,8 +49,8 @@ pub fn render(indent: &str, headers: &[(&str, Align)], rows: &[Vec<String>]) -> 
         s
     };
     let mut out = line(headers.iter().map(|(h, _)| *h).collect());
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    for row in &rows {
+        out.push_str(&line(row.iter().map(|c| c.as_ref()).collect()));
     }
     out
 }
@@ -62,5 +70,15 @@ mod tests {
             ],
         );
         assert_eq!(out, " A      NUM\n long     1\n x     1234\n");
+    }
+
+    #[test]
+    fn cells_cannot_break_the_table() {
+        let out = render(
+            "",
+            &[("COMM", Align::Left), ("N", Align::Right)],
+            &[vec!["\u{1b}[2Jx\ny".into(), "1".into()]],
+        );
+        assert_eq!(out, "COMM       N\n\\e[2Jx\\ny  1\n");
     }
 }

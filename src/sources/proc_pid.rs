@@ -43,12 +43,15 @@ pub struct GpuFd {
 }
 
 /// The result of reading one fd table.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct FdTable {
     /// Number of fds in the table.
     pub count: usize,
     /// The GPU fds among them.
     pub gpu: Vec<GpuFd>,
+    /// Entries whose link could not be read, with the error (on a live machine, usually an fd
+    /// closed between getdents and readlink).
+    pub failed: Vec<(u32, io::Error)>,
 }
 
 /// Numeric entries of `/proc`.
@@ -78,15 +81,18 @@ pub fn read_fd_table(root: &Root, dir: &DirHandle) -> io::Result<FdTable> {
     let names = dir.names()?;
     let mut table = FdTable {
         count: names.len(),
-        gpu: Vec::new(),
+        ..FdTable::default()
     };
     for name in names {
         let Some(fd) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        // An fd closed between getdents and readlink is simply gone.
-        let Ok(link) = dir.read_link(&name) else {
-            continue;
+        let link = match dir.read_link(&name) {
+            Ok(link) => link,
+            Err(e) => {
+                table.failed.push((fd, e));
+                continue;
+            }
         };
         let text = link.to_string_lossy();
         let found = match classify_link(&text) {

@@ -3,6 +3,7 @@
 use super::{SortKey, State};
 use crate::findings::Severity;
 use crate::ledger::MemClass;
+use crate::outputs::safe_text::{display_safe, safe};
 use crate::units::human_bytes;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
@@ -87,8 +88,8 @@ pub fn draw(f: &mut Frame, s: &State) {
                 Line::from(vec![
                     Span::raw(format!(
                         "{:<14} {:<6} ",
-                        d.id,
-                        d.driver.as_deref().unwrap_or("-")
+                        display_safe(&d.id),
+                        display_safe(d.driver.as_deref().unwrap_or("-"))
                     )),
                     Span::styled("█".repeat(filled), Style::default().fg(Color::Cyan)),
                     Span::raw("░".repeat(width - filled)),
@@ -121,8 +122,8 @@ pub fn draw(f: &mut Frame, s: &State) {
                 Row::new(vec![
                     p.pid.to_string(),
                     p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
-                    p.comm.clone(),
-                    format!("{d}{}", if home { " *" } else { "" }),
+                    safe(&p.comm),
+                    format!("{}{}", display_safe(d), if home { " *" } else { "" }),
                     human_bytes(loc),
                     human_bytes(host),
                 ]),
@@ -177,7 +178,7 @@ pub fn draw(f: &mut Frame, s: &State) {
                         ),
                         Style::default().fg(color).add_modifier(Modifier::BOLD),
                     ),
-                    Span::raw(x.message.clone()),
+                    Span::raw(safe(&x.message)),
                 ])
             })
             .collect()
@@ -221,4 +222,70 @@ pub fn draw(f: &mut Frame, s: &State) {
             .wrap(Wrap { trim: true }),
         areas[5],
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::{analyze, Thresholds};
+    use crate::ledger::Ledger;
+    use crate::root::Root;
+    use crate::sampler::{Sampler, SamplerOptions, Scope};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use std::path::Path;
+
+    /// seed-2622 with a comm that would clear the screen, forge a row and reverse the text, and
+    /// no environment (so the finding names the process by comm).
+    fn hostile_state() -> (tempfile::TempDir, State) {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed-2622");
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(fixture.join("."))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let proc = dir.path().join("proc/116400");
+        std::fs::write(proc.join("comm"), "\u{1b}[2Jpwn\nx\u{202e}\u{9b}\n").unwrap();
+        std::fs::remove_file(proc.join("environ")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let snap = Sampler::new(root, Scope::All, SamplerOptions::default())
+            .sample()
+            .unwrap();
+        let ledger = Ledger::from_snapshot(&snap);
+        let findings = analyze(&ledger, &Thresholds::default());
+        let state = State {
+            ledger,
+            findings,
+            history: Default::default(),
+            sort: SortKey::Host,
+        };
+        (dir, state)
+    }
+
+    #[test]
+    fn hostile_comm_is_drawn_escaped() {
+        let (_dir, state) = hostile_state();
+        let mut term = Terminal::new(TestBackend::new(250, 50)).unwrap();
+        term.draw(|f| draw(f, &state)).unwrap();
+        let cells: String = term
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(
+            !cells.chars().any(crate::outputs::safe_text::is_unsafe_char),
+            "raw control characters reached the screen"
+        );
+        let shown = "\\e[2Jpwn\\nx\\u{202e}\\u{009b}";
+        assert!(cells.contains(shown), "escaped comm in the table");
+        assert!(
+            cells.contains(&format!("pid 116400 ({shown}")),
+            "escaped comm in the finding"
+        );
+    }
 }
