@@ -1,6 +1,7 @@
-//! The HTTP side of `serve` (axum on a small tokio runtime): `/metrics`, `/healthz`,
+//! The HTTP side of `serve` (axum routes on hyper connections, a small tokio runtime): `/metrics`, `/healthz`,
 //! `/snapshot.json`.
 
+use super::connections::{self, ConnectionLimits};
 use super::metrics::{render_metrics, MetricsOptions};
 use crate::findings::{analyze, Thresholds};
 use crate::ledger::Ledger;
@@ -26,6 +27,8 @@ pub struct ServeOptions {
     pub thresholds: Thresholds,
     /// Cardinality bounds.
     pub metrics: MetricsOptions,
+    /// Timeouts and the connection cap.
+    pub connections: ConnectionLimits,
 }
 
 /// The exporter could not run.
@@ -128,7 +131,7 @@ pub fn serve(
                         }
                     }),
                 );
-        axum::serve(listener, app).await?;
+        connections::run(listener, app, opts.connections).await;
         Ok(())
     })
 }
