@@ -34,6 +34,8 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Pause after an accept error before accepting again. Default 50 ms.
     pub accept_backoff: Duration,
+    /// Listen backlog (the kernel caps it at net.core.somaxconn). Default 1024.
+    pub listen_backlog: u32,
 }
 
 impl Default for ConnectionLimits {
@@ -43,6 +45,7 @@ impl Default for ConnectionLimits {
             idle_timeout: Duration::from_secs(30),
             max_connections: 512,
             accept_backoff: Duration::from_millis(50),
+            listen_backlog: 1024,
         }
     }
 }
