@@ -348,7 +348,7 @@ fn hostile_process_names_cannot_inject_series() {
     std::fs::write(pid.join("environ"), env).unwrap();
 
     let plain = serve_root(&fixture("seed-2622"), &["--interval", "1s"]);
-    let evil = serve_root(&tree, &["--interval", "1s"]);
+    let evil = serve_root(&tree, &["--interval", "200ms"]);
     let want = exposition::parse(&get(&format!("{}/metrics", plain.base))).unwrap();
     let text = get(&format!("{}/metrics", evil.base));
     let got = exposition::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -377,14 +377,26 @@ fn hostile_process_names_cannot_inject_series() {
         .filter(|s| s.name != "gpuledger_sample_timestamp_seconds")
         .map(|s| (s.name, s.labels, s.value))
         .collect();
-    assert!(got.iter().any(|(_, l, _)| l.contains(&("comm".into(), EVIL.into()))));
+    assert!(got
+        .iter()
+        .any(|(_, l, _)| l.contains(&("comm".into(), EVIL.into()))));
     let mut sorted_got = got.clone();
     sorted_got.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let mut sorted_want = expected;
     sorted_want.sort_by(|a, b| a.partial_cmp(b).unwrap());
     assert_eq!(sorted_got, sorted_want, "{text}");
-    // Series come out sorted, the same on every scrape.
-    assert_eq!(get(&format!("{}/metrics", evil.base)), text);
+    // Series come out in the same order from every sample (the exporter re-renders every 200 ms).
+    std::thread::sleep(Duration::from_millis(500));
+    let untimed = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("gpuledger_sample_timestamp_seconds"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        untimed(&get(&format!("{}/metrics", evil.base))),
+        untimed(&text)
+    );
 }
 
 proptest::proptest! {
@@ -419,7 +431,13 @@ fn serve_limited(root: &std::path::Path, nofile: u32) -> Server {
         .arg(env!("CARGO_BIN_EXE_gpuledger"))
         .arg("--root")
         .arg(root)
-        .args(["serve", "--interval", "1s", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "serve",
+            "--interval",
+            "1s",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -449,15 +467,25 @@ fn idle_connection_flood_does_not_starve_real_clients() {
         let one = Instant::now();
         assert_eq!(get(&format!("{}/healthz", s.base)), "ok\n");
         assert!(get(&format!("{}/metrics", s.base)).ends_with("# EOF\n"));
-        assert!(one.elapsed() < Duration::from_secs(3), "{:?}", one.elapsed());
+        assert!(
+            one.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            one.elapsed()
+        );
     }
     eprintln!(
         "5 x (/healthz + /metrics) with 1100 idle connections held: {:?}",
         t.elapsed()
     );
     // At the cap the oldest idle connections went first; the newest are still held.
-    assert!(closed_by_server(&idle[0]), "oldest idle connection still open");
-    assert!(!closed_by_server(&idle[1099]), "newest idle connection closed");
+    assert!(
+        closed_by_server(&idle[0]),
+        "oldest idle connection still open"
+    );
+    assert!(
+        !closed_by_server(&idle[1099]),
+        "newest idle connection closed"
+    );
 }
 
 /// Whether the server has closed `c` (EOF or reset) rather than leaving it open and silent.
@@ -490,8 +518,14 @@ fn idle_and_kept_alive_connections_are_closed_after_the_header_timeout() {
             t.elapsed()
         })
         .collect();
-    eprintln!("idle connection closed after {:?}, kept-alive one after {:?}", waits[0], waits[1]);
+    eprintln!(
+        "idle connection closed after {:?}, kept-alive one after {:?}",
+        waits[0], waits[1]
+    );
     for w in waits {
-        assert!(w >= Duration::from_secs(4) && w < Duration::from_secs(8), "{w:?}");
+        assert!(
+            w >= Duration::from_secs(4) && w < Duration::from_secs(8),
+            "{w:?}"
+        );
     }
 }

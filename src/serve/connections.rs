@@ -137,3 +137,81 @@ async fn serve_connection(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    /// Serves a `/healthz` router with `limits` on a background runtime; returns its address.
+    fn start(limits: ConnectionLimits) -> std::net::SocketAddr {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).unwrap();
+                let app = Router::new().route("/healthz", get(|| async { "ok\n" }));
+                run(listener, app, limits).await;
+            });
+        });
+        addr
+    }
+
+    fn closed(c: &TcpStream) -> bool {
+        c.set_nonblocking(true).unwrap();
+        let r = (&*c).read(&mut [0u8; 1]);
+        !matches!(r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
+    fn healthz(addr: std::net::SocketAddr) -> String {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn at_the_cap_the_oldest_idle_connection_makes_room() {
+        let addr = start(ConnectionLimits {
+            max_connections: 2,
+            ..Default::default()
+        });
+        let oldest = TcpStream::connect(addr).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let newer = TcpStream::connect(addr).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(healthz(addr).ends_with("ok\n"));
+        assert!(closed(&oldest), "the oldest idle connection was kept");
+        assert!(!closed(&newer), "a newer idle connection was closed");
+    }
+
+    #[test]
+    fn a_connection_idle_past_the_idle_timeout_is_closed() {
+        let addr = start(ConnectionLimits {
+            header_read_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_millis(300),
+            ..Default::default()
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let t = std::time::Instant::now();
+        let mut buf = Vec::new();
+        let r = c.read_to_end(&mut buf);
+        assert!(r.is_ok() || r.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset));
+        let waited = t.elapsed();
+        assert!(
+            waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
+            "{waited:?}"
+        );
+    }
+}

@@ -276,4 +276,28 @@ mod tests {
         );
         assert!(text.ends_with("# EOF\n"));
     }
+
+    #[test]
+    fn series_come_out_sorted_and_the_same_every_time() {
+        let ledger = Ledger {
+            processes: (1..40).map(|pid| row(pid, 1 << 30)).collect(),
+            ..Default::default()
+        };
+        let first = render_metrics(&ledger, &[], &MetricsOptions::default());
+        for _ in 0..5 {
+            assert_eq!(
+                render_metrics(&ledger, &[], &MetricsOptions::default()),
+                first
+            );
+        }
+        let pids: Vec<&str> = first
+            .lines()
+            .filter_map(|l| l.strip_prefix("gpuledger_process_memory_bytes{pid=\""))
+            .filter_map(|l| l.split('"').next())
+            .collect();
+        let mut sorted = pids.clone();
+        sorted.sort();
+        assert_eq!(pids.len(), 39);
+        assert_eq!(pids, sorted);
+    }
 }

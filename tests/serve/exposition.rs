@@ -9,19 +9,21 @@ use gpuledger::ledger::{Ledger, MemClass, ProcessRow, Usage};
 use gpuledger::sources::drm_devices::DeviceInfo;
 use std::collections::BTreeSet;
 
+/// Label pairs as written (unescaped).
+pub type Labels = Vec<(String, String)>;
+
 /// One sample: family name, label pairs as written (unescaped), value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub name: String,
-    pub labels: Vec<(String, String)>,
+    pub labels: Labels,
     pub value: f64,
 }
 
 fn is_name(s: &str, colon: bool) -> bool {
     let mut chars = s.chars();
     let ok_first = |c: char| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':');
-    chars.next().is_some_and(ok_first)
-        && chars.all(|c| ok_first(c) || c.is_ascii_digit())
+    chars.next().is_some_and(ok_first) && chars.all(|c| ok_first(c) || c.is_ascii_digit())
 }
 
 /// Reads a quoted label value from `s` (just after the opening quote); returns it and the rest.
@@ -43,8 +45,8 @@ fn label_value(s: &str) -> Result<(String, &str), String> {
     Err(format!("unterminated label value {s:?}"))
 }
 
-fn labels(mut s: &str) -> Result<(Vec<(String, String)>, &str), String> {
-    let mut out: Vec<(String, String)> = Vec::new();
+fn labels(mut s: &str) -> Result<(Labels, &str), String> {
+    let mut out = Labels::new();
     if let Some(rest) = s.strip_prefix('}') {
         return Ok((out, rest));
     }
@@ -66,7 +68,9 @@ fn labels(mut s: &str) -> Result<(Vec<(String, String)>, &str), String> {
 }
 
 fn sample(line: &str) -> Result<Sample, String> {
-    let end = line.find(['{', ' ']).ok_or(format!("no value in {line:?}"))?;
+    let end = line
+        .find(['{', ' '])
+        .ok_or(format!("no value in {line:?}"))?;
     let name = &line[..end];
     let (labels, rest) = match line[end..].strip_prefix('{') {
         Some(rest) => labels(rest)?,
@@ -76,18 +80,18 @@ fn sample(line: &str) -> Result<Sample, String> {
         .strip_prefix(' ')
         .filter(|v| !v.is_empty() && !v.contains(' '))
         .ok_or(format!("bad value part {rest:?}"))?;
-    let value = value
-        .parse()
-        .map_err(|_| format!("bad number {value:?}"))?;
+    let value = value.parse().map_err(|_| format!("bad number {value:?}"))?;
     let name = name.to_string();
-    Ok(Sample { name, labels, value })
+    Ok(Sample {
+        name,
+        labels,
+        value,
+    })
 }
 
 /// Parses `text` strictly; every sample must belong to a family declared gauge by `# TYPE`.
 pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
-    let body = text
-        .strip_suffix("# EOF\n")
-        .ok_or("missing final # EOF")?;
+    let body = text.strip_suffix("# EOF\n").ok_or("missing final # EOF")?;
     if !body.is_empty() && !body.ends_with('\n') {
         return Err("# EOF does not start a line".into());
     }
@@ -129,7 +133,12 @@ pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
 /// device and region names, job labels, device info), parses it strictly and checks that the
 /// per-process and device series are exactly the expected ones. Err says what was wrong.
 pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
-    let w = |i: usize| words.get(i % words.len().max(1)).cloned().unwrap_or_default();
+    let w = |i: usize| {
+        words
+            .get(i % words.len().max(1))
+            .cloned()
+            .unwrap_or_default()
+    };
     let device = DeviceInfo {
         id: w(0),
         minors: vec![w(1)],
@@ -143,7 +152,9 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         gtt_total: None,
         gtt_used: None,
     };
-    let processes: Vec<ProcessRow> = (0..words.len().clamp(1, 3)).map(|i| process(i, &w)).collect();
+    let processes: Vec<ProcessRow> = (0..words.len().clamp(1, 3))
+        .map(|i| process(i, &w))
+        .collect();
     let mut expected = BTreeSet::new();
     for (i, p) in processes.iter().enumerate() {
         for u in &p.usage {
@@ -157,10 +168,18 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
                 ("kind", "resident".to_string()),
             ];
             let j = &p.labels;
-            for (k, v) in [("pod", &j.pod), ("container", &j.container), ("job", &j.job)] {
+            for (k, v) in [
+                ("pod", &j.pod),
+                ("container", &j.container),
+                ("job", &j.job),
+            ] {
                 l.extend(v.clone().map(|v| (k, v)));
             }
-            expected.insert(l.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>());
+            expected.insert(
+                l.into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect::<Vec<_>>(),
+            );
         }
     }
     let ledger = Ledger {
@@ -176,7 +195,9 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
     };
     let got: BTreeSet<_> = of("gpuledger_process_memory_bytes").into_iter().collect();
     if got != expected || of("gpuledger_process_memory_bytes").len() != expected.len() {
-        return Err(format!("process series {got:?}\nexpected {expected:?}\n{text}"));
+        return Err(format!(
+            "process series {got:?}\nexpected {expected:?}\n{text}"
+        ));
     }
     let info = vec![vec![
         ("device".to_string(), device.id),
@@ -193,7 +214,10 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         "gpuledger_process_memory_bytes",
         "gpuledger_sample_timestamp_seconds",
     ];
-    match samples.iter().find(|s| !families.contains(&s.name.as_str())) {
+    match samples
+        .iter()
+        .find(|s| !families.contains(&s.name.as_str()))
+    {
         Some(s) => Err(format!("unexpected series {s:?}\n{text}")),
         None => Ok(()),
     }
