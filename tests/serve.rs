@@ -1,6 +1,8 @@
 //! The exporter: endpoints and values, cardinality, load, and a real Prometheus scraping it.
 
 mod common;
+#[path = "serve/exposition.rs"]
+mod exposition;
 use common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -317,4 +319,213 @@ fn malformed_requests_and_slow_clients_do_not_stop_it() {
         after < before + 30 * 1024,
         "RSS {before} kB -> {after} kB with 300 slow clients"
     );
+}
+
+/// Copies fixture `name` (symlinks kept) into a new temporary directory.
+fn fixture_copy(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join(name);
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(fixture(name))
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    (tmp, tree)
+}
+
+const EVIL: &str = "evil\"} 1\ngpuledger_fake_metric{x=\"y\\\"\\n\r";
+
+#[test]
+fn hostile_process_names_cannot_inject_series() {
+    let (_tmp, tree) = fixture_copy("seed-2622");
+    let pid = tree.join("proc/116400");
+    std::fs::write(pid.join("comm"), format!("{EVIL}\n")).unwrap();
+    std::fs::write(pid.join("cmdline"), format!("{EVIL}\0--x=\"}} 1\n\0")).unwrap();
+    let mut env = std::fs::read(pid.join("environ")).unwrap();
+    env.extend_from_slice(format!("SLURM_JOB_ID={EVIL}\0").as_bytes());
+    std::fs::write(pid.join("environ"), env).unwrap();
+
+    let plain = serve_root(&fixture("seed-2622"), &["--interval", "1s"]);
+    let evil = serve_root(&tree, &["--interval", "200ms"]);
+    let want = exposition::parse(&get(&format!("{}/metrics", plain.base))).unwrap();
+    let text = get(&format!("{}/metrics", evil.base));
+    let got = exposition::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(!text.contains("\ngpuledger_fake_metric"), "{text}");
+    // Expected: the plain fixture's series, with pid 116400 named EVIL and carrying job=EVIL.
+    let expected: Vec<_> = want
+        .iter()
+        .filter(|s| s.name != "gpuledger_sample_timestamp_seconds")
+        .map(|s| {
+            let mut labels = s.labels.clone();
+            let evil_process = s.name == "gpuledger_process_memory_bytes"
+                && labels.contains(&("pid".into(), "116400".into()));
+            if evil_process {
+                for (k, v) in labels.iter_mut() {
+                    if k == "comm" {
+                        *v = EVIL.into();
+                    }
+                }
+                labels.push(("job".into(), EVIL.into()));
+            }
+            (s.name.clone(), labels, s.value)
+        })
+        .collect();
+    let got: Vec<_> = got
+        .into_iter()
+        .filter(|s| s.name != "gpuledger_sample_timestamp_seconds")
+        .map(|s| (s.name, s.labels, s.value))
+        .collect();
+    assert!(got
+        .iter()
+        .any(|(_, l, _)| l.contains(&("comm".into(), EVIL.into()))));
+    let mut sorted_got = got.clone();
+    sorted_got.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let mut sorted_want = expected;
+    sorted_want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(sorted_got, sorted_want, "{text}");
+    // Series come out in the same order from every sample (the exporter re-renders every 200 ms).
+    std::thread::sleep(Duration::from_millis(500));
+    let untimed = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("gpuledger_sample_timestamp_seconds"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        untimed(&get(&format!("{}/metrics", evil.base))),
+        untimed(&text)
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    #[test]
+    fn any_label_bytes_render_as_valid_exposition(
+        words in proptest::collection::vec("(?s)[\\\\\"\n\r{}=, #a-z0-9\\PC]{0,24}", 1..8)
+    ) {
+        let r = exposition::check_hostile_render(&words);
+        proptest::prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+}
+
+/// Raises this test process's descriptor limit so it can hold `n` sockets.
+fn raise_nofile(n: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current.is_some_and(|c| c < n) {
+        lim.current = Some(lim.maximum.map_or(n, |m| m.min(n)));
+        setrlimit(Resource::Nofile, lim).unwrap();
+    }
+}
+
+/// `serve` on `root` under `ulimit -n NOFILE`.
+fn serve_limited(root: &std::path::Path, nofile: u32) -> Server {
+    use std::io::{BufRead, BufReader};
+    let port = free_port();
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(format!("ulimit -n {nofile} && exec \"$@\""))
+        .arg("bash")
+        .arg(env!("CARGO_BIN_EXE_gpuledger"))
+        .arg("--root")
+        .arg(root)
+        .args([
+            "serve",
+            "--interval",
+            "1s",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("/metrics"), "{line}");
+    Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+#[test]
+fn idle_connection_flood_does_not_starve_real_clients() {
+    raise_nofile(4096);
+    let s = serve_limited(&fixture("seed-2622"), 1024);
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let t = Instant::now();
+    let idle: Vec<std::net::TcpStream> = (0..1100)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    eprintln!("1100 idle connections opened in {:?}", t.elapsed());
+    let t = Instant::now();
+    for _ in 0..5 {
+        let one = Instant::now();
+        assert_eq!(get(&format!("{}/healthz", s.base)), "ok\n");
+        assert!(get(&format!("{}/metrics", s.base)).ends_with("# EOF\n"));
+        assert!(
+            one.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            one.elapsed()
+        );
+    }
+    eprintln!(
+        "5 x (/healthz + /metrics) with 1100 idle connections held: {:?}",
+        t.elapsed()
+    );
+    // At the cap the oldest idle connections went first; the newest are still held.
+    assert!(
+        closed_by_server(&idle[0]),
+        "oldest idle connection still open"
+    );
+    assert!(
+        !closed_by_server(&idle[1099]),
+        "newest idle connection closed"
+    );
+}
+
+/// Whether the server has closed `c` (EOF or reset) rather than leaving it open and silent.
+fn closed_by_server(c: &std::net::TcpStream) -> bool {
+    use std::io::Read;
+    c.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    !matches!((&*c).read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+#[test]
+fn idle_and_kept_alive_connections_are_closed_after_the_header_timeout() {
+    use std::io::{Read, Write};
+    let s = serve_root(&fixture("seed-2605"), &["--interval", "1s"]);
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let silent = std::net::TcpStream::connect(&addr).unwrap();
+    let mut kept = std::net::TcpStream::connect(&addr).unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let t = Instant::now();
+    let waits: Vec<Duration> = [silent, kept]
+        .into_iter()
+        .map(|mut c| {
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut buf = Vec::new();
+            // Ends at the server's close (EOF or reset), or at the 10 s read timeout.
+            let r = c.read_to_end(&mut buf);
+            let timed_out = matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+            assert!(!timed_out, "connection still open after 10 s");
+            t.elapsed()
+        })
+        .collect();
+    eprintln!(
+        "idle connection closed after {:?}, kept-alive one after {:?}",
+        waits[0], waits[1]
+    );
+    for w in waits {
+        assert!(
+            w >= Duration::from_secs(4) && w < Duration::from_secs(8),
+            "{w:?}"
+        );
+    }
 }

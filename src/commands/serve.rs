@@ -36,6 +36,7 @@ pub fn run(
             min_process_bytes,
             max_process_series: max_series,
         },
+        connections: Default::default(),
     };
     serve(sampler, opts, |addr| {
         eprintln!("gpuledger serve: http://{addr}/metrics (also /healthz, /snapshot.json), sampling every {interval:?}");

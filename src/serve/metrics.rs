@@ -4,15 +4,11 @@
 //! `min_process_bytes` is folded into `pid="other"`, and after `max_process_series` per-process
 //! series every further process is folded there too.
 
+use super::family::{Labels, SortedGauges};
 use crate::findings::Finding;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, ProcessRow};
 use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::collections::BTreeMap;
-
-type Labels = Vec<(String, String)>;
 
 /// Cardinality bounds.
 #[derive(Debug, Clone, Copy)]
@@ -39,20 +35,58 @@ fn l(pairs: &[(&str, String)]) -> Labels {
         .collect()
 }
 
-fn gauge(reg: &mut Registry, name: &str, help: &str) -> Family<Labels, Gauge> {
-    let f = Family::<Labels, Gauge>::default();
-    reg.register(name, help, f.clone());
-    f
+fn opt(v: &Option<String>) -> String {
+    v.clone().unwrap_or_default()
 }
 
-/// Renders every metric for one ledger in OpenMetrics text.
+/// Renders every metric for one ledger in OpenMetrics text. Series come out sorted by label set,
+/// the same order on every scrape; label values are escaped by prometheus-client's encoder.
 pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptions) -> String {
     let mut reg = Registry::default();
-    let host = gauge(
-        &mut reg,
+    reg.register(
         "gpuledger_host_memory_bytes",
         "Host memory counters: total, available, gpu_active, gpu_reclaim, unaccounted",
+        host_gauges(ledger),
     );
+    reg.register(
+        "gpuledger_device_info",
+        "One series per GPU device, value 1",
+        device_gauges(ledger),
+    );
+    reg.register(
+        "gpuledger_process_memory_bytes",
+        "GPU memory per process, device and region; kind is resident, total or shared",
+        process_gauges(ledger, opts),
+    );
+    let (count, bytes) = finding_gauges(findings);
+    reg.register(
+        "gpuledger_findings",
+        "Number of current findings by kind and severity",
+        count,
+    );
+    reg.register(
+        "gpuledger_finding_bytes",
+        "Bytes behind each current finding",
+        bytes,
+    );
+    let mut ts = SortedGauges::default();
+    ts.set(Vec::new(), ledger.time_ms / 1000);
+    reg.register(
+        "gpuledger_sample_timestamp_seconds",
+        "Time of the sample these metrics come from",
+        ts,
+    );
+    let mut out = String::new();
+    // Writing into a String only fails if an encoder impl fails, and ours never do; an empty
+    // body would make the scrape fail loudly rather than serve half a page.
+    if encode(&mut out, &reg).is_err() {
+        out.clear();
+    }
+    out
+}
+
+fn host_gauges(ledger: &Ledger) -> SortedGauges {
+    let mut host = SortedGauges::default();
     let h = &ledger.host;
     for (kind, v) in [
         ("total", h.mem_total),
@@ -62,44 +96,40 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
         ("unaccounted", h.unaccounted),
     ] {
         if let Some(v) = v {
-            host.get_or_create(&l(&[("kind", kind.into())]))
-                .set(v as i64);
+            host.set(l(&[("kind", kind.into())]), v);
         }
     }
-    let info = gauge(
-        &mut reg,
-        "gpuledger_device_info",
-        "One series per GPU device, value 1",
-    );
+    host
+}
+
+fn device_gauges(ledger: &Ledger) -> SortedGauges {
+    let mut info = SortedGauges::default();
     for d in &ledger.devices {
-        let o = |v: &Option<String>| v.clone().unwrap_or_default();
-        info.get_or_create(&l(&[
+        let labels = l(&[
             ("device", d.id.clone()),
-            ("driver", o(&d.driver)),
-            ("vendor", o(&d.vendor)),
-            ("device_id", o(&d.device)),
-            ("name", o(&d.name)),
-        ]))
-        .set(1);
+            ("driver", opt(&d.driver)),
+            ("vendor", opt(&d.vendor)),
+            ("device_id", opt(&d.device)),
+            ("name", opt(&d.name)),
+        ]);
+        info.set(labels, 1);
     }
-    let mem = gauge(
-        &mut reg,
-        "gpuledger_process_memory_bytes",
-        "GPU memory per process, device and region; kind is resident, total or shared",
-    );
-    let mut folded: BTreeMap<Labels, u64> = BTreeMap::new();
+    info
+}
+
+fn process_gauges(ledger: &Ledger, opts: &MetricsOptions) -> SortedGauges {
+    let mut mem = SortedGauges::default();
     let mut series = 0usize;
     for p in &ledger.processes {
-        let resident: u64 = p.usage.iter().filter_map(|u| u.resident).sum();
+        let resident = p
+            .usage
+            .iter()
+            .filter_map(|u| u.resident)
+            .fold(0u64, u64::saturating_add);
         let values: usize = p
             .usage
             .iter()
-            .map(|u| {
-                [u.resident, u.total, u.shared]
-                    .iter()
-                    .filter(|v| v.is_some())
-                    .count()
-            })
+            .map(|u| [u.resident, u.total, u.shared].iter().flatten().count())
             .sum();
         let keep = resident >= opts.min_process_bytes && series + values <= opts.max_process_series;
         for u in &p.usage {
@@ -109,24 +139,13 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
                 ("shared", u.shared),
             ] {
                 let Some(v) = v else { continue };
-                let (pid, comm, rank) = if keep {
-                    (
-                        p.pid.to_string(),
-                        p.comm.clone(),
-                        p.rank.map(|r| r.to_string()).unwrap_or_default(),
-                    )
-                } else {
-                    ("other".to_string(), "other".to_string(), String::new())
-                };
-                let mut labels = l(&[
-                    ("pid", pid),
-                    ("comm", comm),
-                    ("rank", rank),
+                let mut labels = identity(p, keep);
+                labels.extend(l(&[
                     ("device", u.device.clone()),
                     ("region", u.region.clone()),
                     ("class", u.class.as_str().into()),
                     ("kind", kind.into()),
-                ]);
+                ]));
                 // Job labels only where present, and only on kept series (cardinality).
                 if keep {
                     let job = [
@@ -139,68 +158,56 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
                             labels.push((k.to_string(), v.clone()));
                         }
                     }
-                }
-                if keep {
-                    mem.get_or_create(&labels).set(v as i64);
                     series += 1;
-                } else {
-                    *folded.entry(labels).or_default() += v;
                 }
+                mem.add(labels, v);
             }
         }
     }
-    for (labels, v) in folded {
-        mem.get_or_create(&labels).set(v as i64);
+    mem
+}
+
+/// pid, comm and rank of a kept process, or the `other` bucket's.
+fn identity(p: &ProcessRow, keep: bool) -> Labels {
+    if keep {
+        l(&[
+            ("pid", p.pid.to_string()),
+            ("comm", p.comm.clone()),
+            ("rank", p.rank.map(|r| r.to_string()).unwrap_or_default()),
+        ])
+    } else {
+        l(&[
+            ("pid", "other".into()),
+            ("comm", "other".into()),
+            ("rank", String::new()),
+        ])
     }
-    let count = gauge(
-        &mut reg,
-        "gpuledger_findings",
-        "Number of current findings by kind and severity",
-    );
-    let bytes = gauge(
-        &mut reg,
-        "gpuledger_finding_bytes",
-        "Bytes behind each current finding",
-    );
+}
+
+fn finding_gauges(findings: &[Finding]) -> (SortedGauges, SortedGauges) {
+    let (mut count, mut bytes) = (SortedGauges::default(), SortedGauges::default());
     for f in findings {
-        count
-            .get_or_create(&l(&[
-                ("kind", f.kind.as_str().into()),
-                ("severity", f.severity.as_str().into()),
-            ]))
-            .inc();
-        let o = |v: &Option<String>| v.clone().unwrap_or_default();
+        let kind = l(&[
+            ("kind", f.kind.as_str().into()),
+            ("severity", f.severity.as_str().into()),
+        ]);
+        count.add(kind.clone(), 1);
         let backing = f
             .backing
-            .map(|b| {
-                serde_json::to_value(b)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default()
-            })
+            .and_then(|b| serde_json::to_value(b).ok())
+            .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default();
-        bytes
-            .get_or_create(&l(&[
-                ("kind", f.kind.as_str().into()),
-                ("severity", f.severity.as_str().into()),
-                ("pid", f.pid.map(|p| p.to_string()).unwrap_or_default()),
-                ("rank", f.rank.map(|r| r.to_string()).unwrap_or_default()),
-                ("device", o(&f.device)),
-                ("peer", o(&f.peer)),
-                ("backing", backing),
-            ]))
-            .set(f.bytes as i64);
+        let mut labels = kind;
+        labels.extend(l(&[
+            ("pid", f.pid.map(|p| p.to_string()).unwrap_or_default()),
+            ("rank", f.rank.map(|r| r.to_string()).unwrap_or_default()),
+            ("device", opt(&f.device)),
+            ("peer", opt(&f.peer)),
+            ("backing", backing),
+        ]));
+        bytes.set(labels, f.bytes);
     }
-    let ts = gauge(
-        &mut reg,
-        "gpuledger_sample_timestamp_seconds",
-        "Time of the sample these metrics come from",
-    );
-    ts.get_or_create(&Vec::new())
-        .set((ledger.time_ms / 1000) as i64);
-    let mut out = String::new();
-    encode(&mut out, &reg).expect("writing to a String cannot fail");
-    out
+    (count, bytes)
 }
 
 #[cfg(test)]
@@ -269,5 +276,29 @@ mod tests {
             "{other}"
         );
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn series_come_out_sorted_and_the_same_every_time() {
+        let ledger = Ledger {
+            processes: (1..40).map(|pid| row(pid, 1 << 30)).collect(),
+            ..Default::default()
+        };
+        let first = render_metrics(&ledger, &[], &MetricsOptions::default());
+        for _ in 0..5 {
+            assert_eq!(
+                render_metrics(&ledger, &[], &MetricsOptions::default()),
+                first
+            );
+        }
+        let pids: Vec<&str> = first
+            .lines()
+            .filter_map(|l| l.strip_prefix("gpuledger_process_memory_bytes{pid=\""))
+            .filter_map(|l| l.split('"').next())
+            .collect();
+        let mut sorted = pids.clone();
+        sorted.sort();
+        assert_eq!(pids.len(), 39);
+        assert_eq!(pids, sorted);
     }
 }

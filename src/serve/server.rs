@@ -1,6 +1,7 @@
-//! The HTTP side of `serve` (axum on a small tokio runtime): `/metrics`, `/healthz`,
+//! The HTTP side of `serve` (axum routes on hyper connections, a small tokio runtime): `/metrics`, `/healthz`,
 //! `/snapshot.json`.
 
+use super::connections::{self, ConnectionLimits};
 use super::metrics::{render_metrics, MetricsOptions};
 use crate::findings::{analyze, Thresholds};
 use crate::ledger::Ledger;
@@ -26,6 +27,8 @@ pub struct ServeOptions {
     pub thresholds: Thresholds,
     /// Cardinality bounds.
     pub metrics: MetricsOptions,
+    /// Timeouts and the connection cap.
+    pub connections: ConnectionLimits,
 }
 
 /// The exporter could not run.
@@ -66,6 +69,19 @@ fn render(
     })
 }
 
+/// Binds with an explicit backlog: tokio's default (128 here) overflowed under a burst of
+/// connects, and a dropped SYN costs the client a one-second retransmit.
+fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}
+
 /// Samples in the background and serves until the process is stopped. `ready` is called with
 /// the bound address once the first sample is in.
 pub fn serve(
@@ -91,12 +107,12 @@ pub fn serve(
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(opts.listen)
-            .await
-            .map_err(|source| ServeError::Bind {
+        let listener = bind(opts.listen, opts.connections.listen_backlog).map_err(|source| {
+            ServeError::Bind {
                 addr: opts.listen,
                 source,
-            })?;
+            }
+        })?;
         ready(listener.local_addr()?);
         let m = latest.clone();
         let s = latest.clone();
@@ -128,7 +144,7 @@ pub fn serve(
                         }
                     }),
                 );
-        axum::serve(listener, app).await?;
+        connections::run(listener, app, opts.connections).await;
         Ok(())
     })
 }
