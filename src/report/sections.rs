@@ -253,7 +253,7 @@ fn recordings(input: &ReportInput) -> String {
             "#### Recording `{name}`: `{}`, {:.1} s, {} samples\n",
             rec.command().join(" "),
             rec.duration_s(),
-            rec.samples.len()
+            rec.host.samples
         );
         t.push_str("| rank | pid | device | peak device-local | peak host-class |\n|---|---|---|---|---|\n");
         for p in timeline::peaks(rec) {
