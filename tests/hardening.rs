@@ -334,11 +334,22 @@ fn a_million_samples_plot_show_and_diff_in_bounded_memory() {
     std::fs::copy(&small, &big).unwrap();
     grow(&big, 1_000_000);
     let html = tmp.path().join("big.html");
-    let (b, h, s) = (big.to_str().unwrap(), html.to_str().unwrap(), small.to_str().unwrap());
+    let (b, h, s) = (
+        big.to_str().unwrap(),
+        html.to_str().unwrap(),
+        small.to_str().unwrap(),
+    );
     let limit_kib = 100 << 10;
-    for args in [&["plot", b, "-o", h][..], &["show", b, "--json"], &["diff", b, s]] {
+    for args in [
+        &["plot", b, "-o", h][..],
+        &["show", b, "--json"],
+        &["diff", b, s],
+    ] {
         let peak = peak_rss_kib(args);
-        assert!(peak > 0 && peak < limit_kib, "{args:?}: peak RSS {peak} KiB");
+        assert!(
+            peak > 0 && peak < limit_kib,
+            "{args:?}: peak RSS {peak} KiB"
+        );
     }
     let size = std::fs::metadata(&html).unwrap().len();
     assert!(size < 2 << 20, "the page is {size} bytes");
@@ -348,7 +359,10 @@ fn a_million_samples_plot_show_and_diff_in_bounded_memory() {
         .unwrap();
     assert!(n > 1_000_000);
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains(&format!("{n} samples")), "every sample is counted");
+    assert!(
+        page.contains(&format!("{n} samples")),
+        "every sample is counted"
+    );
     let doc = json_of(&["show", b, "--json"], 0);
     assert_eq!(doc["samples"], n);
     let steps: Vec<&serde_json::Value> = doc["findings"]

@@ -384,7 +384,11 @@ fn version_1_recordings_open_unchanged_and_newer_ones_are_refused() {
     let old = tmp.path().join("old.ledger");
     old_recording(&old);
     if let Some(dir) = std::env::var_os("GPULEDGER_WRITE_CORPUS") {
-        std::fs::copy(&old, std::path::Path::new(&dir).join("v1-before-labels.ledger")).unwrap();
+        std::fs::copy(
+            &old,
+            std::path::Path::new(&dir).join("v1-before-labels.ledger"),
+        )
+        .unwrap();
     }
     let before = std::fs::read(&old).unwrap();
     let doc = json_of(&["show", old.to_str().unwrap(), "--json"], 0);
@@ -392,18 +396,38 @@ fn version_1_recordings_open_unchanged_and_newer_ones_are_refused() {
     assert_eq!(doc["driver_held_peak"], 9663676416u64, "{doc}");
     let peaks = doc["peaks"].as_array().unwrap();
     assert!(
-        peaks.iter().any(|p| p["device"] == "0000:04:00.0" && p["host_peak"] == 8589934592u64),
+        peaks
+            .iter()
+            .any(|p| p["device"] == "0000:04:00.0" && p["host_peak"] == 8589934592u64),
         "{peaks:?}"
     );
-    assert!(run(&["plot", old.to_str().unwrap(), "-o", tmp.path().join("old.html").to_str().unwrap()]).status.success());
-    assert_eq!(std::fs::read(&old).unwrap(), before, "reading never writes the file");
-    assert_eq!(files_in(tmp.path()), ["old.html", "old.ledger"], "nor beside it");
+    assert!(run(&[
+        "plot",
+        old.to_str().unwrap(),
+        "-o",
+        tmp.path().join("old.html").to_str().unwrap()
+    ])
+    .status
+    .success());
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        before,
+        "reading never writes the file"
+    );
+    assert_eq!(
+        files_in(tmp.path()),
+        ["old.html", "old.ledger"],
+        "nor beside it"
+    );
 
     let newer = tmp.path().join("newer.ledger");
     std::fs::copy(&old, &newer).unwrap();
     let conn = rusqlite::Connection::open(&newer).unwrap();
-    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", [])
-        .unwrap();
+    conn.execute(
+        "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
     drop(conn);
     let out = run(&["show", newer.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -423,7 +447,10 @@ fn version_1_recordings_open_unchanged_and_newer_ones_are_refused() {
     let out = run(&["diff", bare.to_str().unwrap(), old.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("{} is not a gpuledger recording (no samples", bare.display())),
+        err.contains(&format!(
+            "{} is not a gpuledger recording (no samples",
+            bare.display()
+        )),
         "{err}"
     );
 }
@@ -442,12 +469,23 @@ fn a_finished_recording_is_one_file() {
         "sleep",
         "0.3",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(files_in(tmp.path()), ["one.ledger"]);
     let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
     assert!(doc["samples"].as_u64().unwrap() >= 3, "{doc}");
-    assert_eq!(files_in(tmp.path()), ["one.ledger"], "show writes nothing beside it");
+    assert_eq!(
+        files_in(tmp.path()),
+        ["one.ledger"],
+        "show writes nothing beside it"
+    );
     let moved = tmp.path().join("moved.ledger");
     std::fs::rename(&ledger, &moved).unwrap();
-    assert_eq!(json_of(&["show", moved.to_str().unwrap(), "--json"], 0), doc);
+    assert_eq!(
+        json_of(&["show", moved.to_str().unwrap(), "--json"], 0),
+        doc
+    );
 }

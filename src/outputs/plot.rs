@@ -108,7 +108,9 @@ fn series_of(times: &[f64], columns: impl Iterator<Item = (u64, u64)>) -> Vec<(f
         .zip(columns)
         .flat_map(|(&t, (lo, hi))| {
             let n = if lo == hi { 1 } else { 2 };
-            [(t, lo as f64 / GIB), (t, hi as f64 / GIB)].into_iter().take(n)
+            [(t, lo as f64 / GIB), (t, hi as f64 / GIB)]
+                .into_iter()
+                .take(n)
         })
         .collect()
 }
@@ -132,7 +134,9 @@ fn step_times(times: &[f64], s: Option<&ClassSeries>, steps: &[u64]) -> Vec<f64>
         .filter_map(|b| s.steps.get(b))
         .flat_map(|st| st.columns.iter().copied())
         .collect();
-    cols.into_iter().filter_map(|c| times.get(c).copied()).collect()
+    cols.into_iter()
+        .filter_map(|c| times.get(c).copied())
+        .collect()
 }
 
 fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {

@@ -6,6 +6,7 @@
 use super::{RecordingError, SCHEMA};
 use rusqlite::{params, Connection};
 use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// Creates `path` with the schema and `meta` rows, then opens it in WAL mode for appending.
@@ -29,6 +30,8 @@ pub(super) fn create(path: &Path, meta: &[(&str, String)]) -> Result<Connection,
     let tmp = tempfile::Builder::new()
         .prefix(".gpuledger-")
         .suffix(".tmp")
+        // What SQLite would have created the file with (the umask still applies).
+        .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(io)?;
     {
@@ -45,10 +48,11 @@ pub(super) fn create(path: &Path, meta: &[(&str, String)]) -> Result<Connection,
         tx.commit().map_err(sql)?;
         conn.close().map_err(|(_, e)| sql(e))?;
     }
-    tmp.persist_noclobber(path).map_err(|e| match e.error.kind() {
-        ErrorKind::AlreadyExists => RecordingError::Exists { path: p.clone() },
-        _ => io(e.error),
-    })?;
+    tmp.persist_noclobber(path)
+        .map_err(|e| match e.error.kind() {
+            ErrorKind::AlreadyExists => RecordingError::Exists { path: p.clone() },
+            _ => io(e.error),
+        })?;
     let conn = Connection::open(path).map_err(sql)?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(sql)?;

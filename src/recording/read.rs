@@ -155,7 +155,10 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| not("no schema_version in meta".into()))?;
     if version > SCHEMA_VERSION {
-        return Err(RecordingError::Newer { path: p, found: version });
+        return Err(RecordingError::Newer {
+            path: p,
+            found: version,
+        });
     }
     if version < OLDEST_READABLE {
         return Err(not(format!("schema version {version} is unknown")));
@@ -202,10 +205,18 @@ fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
         rows.collect::<rusqlite::Result<_>>()
     })()
     .map_err(|e| not(e.to_string()))?;
-    let missing: Vec<&str> = ["meta", "samples", "processes", "devices", "series", "points", "findings"]
-        .into_iter()
-        .filter(|t| !tables.contains(*t))
-        .collect();
+    let missing: Vec<&str> = [
+        "meta",
+        "samples",
+        "processes",
+        "devices",
+        "series",
+        "points",
+        "findings",
+    ]
+    .into_iter()
+    .filter(|t| !tables.contains(*t))
+    .collect();
     if !missing.is_empty() {
         return Err(not(format!("no {} table", missing.join(", "))));
     }
@@ -230,8 +241,9 @@ fn read_all(
         })?;
     // Only a count: nothing is allocated per sample, whatever the ids claim.
     let span = match (first_id, last_id) {
-        (Some(a), Some(b)) => usize::try_from(b.saturating_sub(a))
-            .map_or(usize::MAX, |d| d.saturating_add(1)),
+        (Some(a), Some(b)) => {
+            usize::try_from(b.saturating_sub(a)).map_or(usize::MAX, |d| d.saturating_add(1))
+        }
         _ => 0,
     };
     let cols = Columns {
@@ -286,13 +298,16 @@ fn read_series(
     groups
         .into_iter()
         .map(|((pid, device, class), ids)| {
-            let life = processes
-                .iter()
-                .find(|p| p.pid == pid)
-                .map_or(Life { first: 0, last: end }, |p| Life {
+            let life = processes.iter().find(|p| p.pid == pid).map_or(
+                Life {
+                    first: 0,
+                    last: end,
+                },
+                |p| Life {
                     first: p.first,
                     last: p.last.min(end),
-                });
+                },
+            );
             let class = match class.as_str() {
                 "device" => MemClass::Device,
                 "stolen" => MemClass::Stolen,

@@ -76,11 +76,16 @@ pub(super) fn findings(conn: &Connection, cols: Columns) -> rusqlite::Result<Vec
 /// The first [`KERNEL_LINES`] kernel lines and the count of each kind.
 pub(super) type KernelLines = (Vec<(usize, String, String)>, BTreeMap<String, usize>);
 
-pub(super) fn kernel(conn: &Connection, cols: Columns, layout: Layout) -> rusqlite::Result<KernelLines> {
+pub(super) fn kernel(
+    conn: &Connection,
+    cols: Columns,
+    layout: Layout,
+) -> rusqlite::Result<KernelLines> {
     if !layout.kernel_log {
         return Ok(Default::default());
     }
-    let mut st = conn.prepare("SELECT sample, kind, message FROM kernel_log ORDER BY rowid LIMIT ?1")?;
+    let mut st =
+        conn.prepare("SELECT sample, kind, message FROM kernel_log ORDER BY rowid LIMIT ?1")?;
     let lines = st
         .query_map([KERNEL_LINES as i64], |r| {
             Ok((cols.index(r.get(0)?), r.get(1)?, r.get(2)?))

@@ -178,7 +178,9 @@ pub(super) fn fold_group(
 ) -> rusqlite::Result<ClassSeries> {
     let mut stmts = ids
         .iter()
-        .map(|_| conn.prepare("SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample"))
+        .map(|_| {
+            conn.prepare("SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample")
+        })
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut rows = stmts
         .iter_mut()
