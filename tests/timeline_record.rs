@@ -489,3 +489,29 @@ fn a_finished_recording_is_one_file() {
         doc
     );
 }
+
+#[test]
+fn a_recording_claiming_billions_of_samples_allocates_nothing_for_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("claims.ledger");
+    old_recording(&f);
+    let conn = rusqlite::Connection::open(&f).unwrap();
+    conn.execute_batch(
+        "INSERT INTO samples(id, t_ms, processes) VALUES (9000000000000, 1700000002000, 1);
+         INSERT INTO points VALUES (2, 8000000000000, 1, 17179869184, 0);
+         UPDATE processes SET last_sample = 9223372036854775807;",
+    )
+    .unwrap();
+    drop(conn);
+    let start = Instant::now();
+    let doc = json_of(&["show", f.to_str().unwrap(), "--json"], 0);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(doc["samples"], 4, "{doc}");
+    let html = tmp.path().join("claims.html");
+    assert!(
+        run(&["plot", f.to_str().unwrap(), "-o", html.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(std::fs::metadata(&html).unwrap().len() < 1 << 20);
+}
