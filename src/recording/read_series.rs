@@ -228,3 +228,85 @@ pub(super) fn fold_group(
     }
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fold(changes: &[(usize, u64)], life: Life, span: usize) -> ClassSeries {
+        let cols = Columns { first_id: 1, span };
+        let mut f = Fold {
+            s: ClassSeries {
+                pid: 1,
+                device: "d".into(),
+                class: MemClass::Host,
+                peak: 0,
+                start: 0,
+                end: 0,
+                monotone: true,
+                ups: 0,
+                last_up: None,
+                steps: BTreeMap::new(),
+                columns: vec![(u64::MAX, 0); cols.len()],
+            },
+            life,
+            cols,
+            value: 0,
+            at: 0,
+        };
+        for &(i, v) in changes {
+            f.change(i, v);
+        }
+        f.finish()
+    }
+
+    /// The dense series the fold stands for: filled forward, 0 before the first change and
+    /// after the life.
+    fn dense(changes: &[(usize, u64)], life: Life, span: usize) -> Vec<u64> {
+        let mut v = vec![0; span];
+        for &(i, x) in changes.iter().filter(|c| c.0 <= life.last) {
+            v[i..=life.last].iter_mut().for_each(|s| *s = x);
+        }
+        v
+    }
+
+    proptest! {
+        #[test]
+        fn fold_matches_the_dense_series(
+            span in 2usize..3000,
+            raw in proptest::collection::vec((0usize..3000, 0u64..6), 0..60),
+            a in 0usize..3000,
+            b in 0usize..3000,
+        ) {
+            let (first, last) = (a.min(b) % span, a.max(b) % span);
+            let life = Life { first: first.min(last), last: first.max(last) };
+            let mut changes: Vec<(usize, u64)> = raw.iter().map(|(i, x)| (i % span, x * (20 << 20))).collect();
+            changes.sort_by_key(|c| c.0);
+            changes.dedup_by_key(|c| c.0);
+            let s = fold(&changes, life, span);
+            let v = dense(&changes, life, span);
+            let lived = &v[life.first..=life.last];
+            prop_assert_eq!(s.peak, v.iter().copied().max().unwrap_or(0));
+            prop_assert_eq!((s.start, s.end), (lived[0], lived[lived.len() - 1]));
+            prop_assert_eq!(s.monotone, lived.windows(2).all(|w| w[1] >= w[0]));
+            let ups: Vec<(usize, u64)> = lived.windows(2).enumerate()
+                .filter(|(_, w)| w[1] > w[0] + MIN_STEP_BYTES)
+                .map(|(i, w)| (life.first + i + 1, w[1] - w[0])).collect();
+            prop_assert_eq!(s.ups, ups.len());
+            prop_assert_eq!(s.last_up, ups.last().map(|u| u.0));
+            for (size, step) in &s.steps {
+                let of: Vec<_> = ups.iter().filter(|u| u.1 == *size).collect();
+                prop_assert_eq!(step.count, of.len());
+                prop_assert_eq!(step.first, of[0].0);
+            }
+            let cols = Columns { first_id: 1, span };
+            let mut expect = vec![(u64::MAX, 0); cols.len()];
+            for (i, x) in v.iter().enumerate() {
+                let e = &mut expect[cols.of(i)];
+                *e = (e.0.min(*x), e.1.max(*x));
+            }
+            prop_assert_eq!(s.columns, expect);
+        }
+    }
+}
