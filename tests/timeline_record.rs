@@ -482,7 +482,7 @@ fn a_finished_recording_is_one_file() {
         ["one.ledger"],
         "show writes nothing beside it"
     );
-    let moved = tmp.path().join("moved.ledger");
+    let moved = tmp.path().join("moved é ?#%.ledger"); // characters a file: URI reserves
     std::fs::rename(&ledger, &moved).unwrap();
     assert_eq!(
         json_of(&["show", moved.to_str().unwrap(), "--json"], 0),

@@ -181,12 +181,13 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
 }
 
-/// `file:` URI of a path, with the characters URIs reserve escaped.
+/// `file:` URI of a path, with the characters URIs reserve and non-ASCII bytes escaped (SQLite
+/// decodes `%XX` back to the raw byte).
 fn url_path(path: &Path) -> String {
     let mut out = String::from("file:");
     for b in path.as_os_str().as_encoded_bytes() {
         match b {
-            b'?' | b'#' | b'%' => out.push_str(&format!("%{b:02X}")),
+            b'?' | b'#' | b'%' | 0x80.. => out.push_str(&format!("%{b:02X}")),
             _ => out.push(char::from(*b)),
         }
     }
