@@ -448,7 +448,7 @@ fn version_1_recordings_open_unchanged_and_newer_ones_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
-            "{} is not a gpuledger recording (no samples",
+            "{} is not a gpuledger recording (missing tables: samples",
             bare.display()
         )),
         "{err}"

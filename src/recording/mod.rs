@@ -84,6 +84,14 @@ pub enum RecordingError {
         /// The version in the file.
         found: i64,
     },
+    /// The file cannot be read.
+    #[error("cannot read recording {path}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// Creating the file failed.
     #[error("cannot create recording {path}")]
     Create {

@@ -138,7 +138,10 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         path: p.clone(),
         why,
     };
-    let meta = std::fs::metadata(path).map_err(|e| not(e.to_string()))?;
+    let meta = std::fs::metadata(path).map_err(|source| RecordingError::Unreadable {
+        path: p.clone(),
+        source,
+    })?;
     if !meta.is_file() {
         return Err(not("not a regular file".into()));
     }
@@ -219,7 +222,7 @@ fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
     .filter(|t| !tables.contains(*t))
     .collect();
     if !missing.is_empty() {
-        return Err(not(format!("no {} table", missing.join(", "))));
+        return Err(not(format!("missing tables: {}", missing.join(", "))));
     }
     let labels = conn
         .prepare("SELECT 1 FROM pragma_table_info('processes') WHERE name = 'labels'")
