@@ -136,8 +136,8 @@ pub fn measure(name: &str, runs: &[Recording]) -> Measures {
     Measures {
         name: name.into(),
         peer_host: each(&|r| peer_host_by_process(r).into_iter().map(|x| x.2).max()).unwrap_or(0),
-        driver_held: each(&|r| r.samples.iter().filter_map(|s| s.driver_held()).max()),
-        mem_available_low: each(&|r| r.samples.iter().filter_map(|s| s.mem_available).min()),
+        driver_held: each(&|r| r.host.driver_held_peak),
+        mem_available_low: each(&|r| r.host.mem_available_low),
         duration_s: last.map(|r| r.duration_s()).unwrap_or(0.0),
         end: last
             .and_then(|r| {

@@ -330,3 +330,188 @@ fn kernel_log_lines_in_the_window_are_recorded() {
         "{lines:?}"
     );
 }
+
+/// The layout of a recording written before `processes.labels` and `kernel_log` existed, when the
+/// files still said schema version 1.
+const SCHEMA_V1_OLD: &str = "
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE samples(id INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, mem_total INTEGER,
+  mem_available INTEGER, gpu_active INTEGER, gpu_reclaim INTEGER, unaccounted INTEGER,
+  gpu_source TEXT, processes INTEGER NOT NULL);
+CREATE TABLE processes(pid INTEGER PRIMARY KEY, comm TEXT NOT NULL, cmdline TEXT NOT NULL,
+  rank INTEGER, local_rank INTEGER, env TEXT NOT NULL, first_sample INTEGER NOT NULL,
+  last_sample INTEGER NOT NULL);
+CREATE TABLE devices(id TEXT PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE series(id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, device TEXT NOT NULL,
+  region TEXT NOT NULL, class TEXT NOT NULL, UNIQUE(pid, device, region));
+CREATE TABLE points(series INTEGER NOT NULL, sample INTEGER NOT NULL, total INTEGER,
+  resident INTEGER, shared INTEGER, PRIMARY KEY(series, sample)) WITHOUT ROWID;
+CREATE TABLE findings(kind TEXT NOT NULL, pid INTEGER NOT NULL, device TEXT NOT NULL,
+  peer TEXT NOT NULL, severity TEXT NOT NULL, rank INTEGER, bytes_peak INTEGER NOT NULL,
+  backing TEXT, source TEXT, message TEXT NOT NULL, first_sample INTEGER NOT NULL,
+  last_sample INTEGER NOT NULL, PRIMARY KEY(kind, pid, device, peer));
+INSERT INTO meta VALUES ('schema_version', '1'), ('command', '[\"python\",\"train.py\"]'),
+  ('root', '/'), ('interval_ms', '500'), ('started_ms', '1700000000000'), ('exit_code', '0');
+INSERT INTO samples(t_ms, mem_total, mem_available, gpu_active, unaccounted, gpu_source, processes)
+  VALUES (1700000000000, 68719476736, 60000000000, NULL, 1073741824, NULL, 1),
+         (1700000000500, 68719476736, 50000000000, NULL, 9663676416, NULL, 1),
+         (1700000001000, 68719476736, 51000000000, NULL, 9663676416, NULL, 1);
+INSERT INTO processes VALUES (4242, 'python', 'python train.py', 0, 0, '{\"RANK\":\"0\"}', 1, 3);
+INSERT INTO series VALUES (1, 4242, '0000:03:00.0', 'vram0', 'device'),
+                          (2, 4242, '0000:04:00.0', 'gtt', 'host');
+INSERT INTO points VALUES (1, 1, 8589934592, 8589934592, 0), (2, 1, 0, 0, 0),
+                          (2, 2, 8589934592, 8589934592, 0);
+";
+
+/// Writes a version-1 recording from before `labels` (also a fuzz seed: see fuzz/README.md).
+fn old_recording(path: &std::path::Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA_V1_OLD).unwrap();
+}
+
+fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn version_1_recordings_open_unchanged_and_newer_ones_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = tmp.path().join("old.ledger");
+    old_recording(&old);
+    if let Some(dir) = std::env::var_os("GPULEDGER_WRITE_CORPUS") {
+        std::fs::copy(
+            &old,
+            std::path::Path::new(&dir).join("v1-before-labels.ledger"),
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&old).unwrap();
+    let doc = json_of(&["show", old.to_str().unwrap(), "--json"], 0);
+    assert_eq!(doc["samples"], 3, "{doc}");
+    assert_eq!(doc["driver_held_peak"], 9663676416u64, "{doc}");
+    let peaks = doc["peaks"].as_array().unwrap();
+    assert!(
+        peaks
+            .iter()
+            .any(|p| p["device"] == "0000:04:00.0" && p["host_peak"] == 8589934592u64),
+        "{peaks:?}"
+    );
+    assert!(run(&[
+        "plot",
+        old.to_str().unwrap(),
+        "-o",
+        tmp.path().join("old.html").to_str().unwrap()
+    ])
+    .status
+    .success());
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        before,
+        "reading never writes the file"
+    );
+    assert_eq!(
+        files_in(tmp.path()),
+        ["old.html", "old.ledger"],
+        "nor beside it"
+    );
+
+    let newer = tmp.path().join("newer.ledger");
+    std::fs::copy(&old, &newer).unwrap();
+    let conn = rusqlite::Connection::open(&newer).unwrap();
+    conn.execute(
+        "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let out = run(&["show", newer.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(newer.to_str().unwrap())
+            && err.contains("schema version 99")
+            && err.contains("upgrade gpuledger"),
+        "{err}"
+    );
+
+    let bare = tmp.path().join("bare.ledger");
+    rusqlite::Connection::open(&bare)
+        .unwrap()
+        .execute_batch("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);")
+        .unwrap();
+    let out = run(&["diff", bare.to_str().unwrap(), old.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} is not a gpuledger recording (missing tables: samples",
+            bare.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_finished_recording_is_one_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = tmp.path().join("one.ledger");
+    let out = run(&[
+        "record",
+        "--interval",
+        "50ms",
+        "-o",
+        ledger.to_str().unwrap(),
+        "--",
+        "sleep",
+        "0.3",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(files_in(tmp.path()), ["one.ledger"]);
+    let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
+    assert!(doc["samples"].as_u64().unwrap() >= 3, "{doc}");
+    assert_eq!(
+        files_in(tmp.path()),
+        ["one.ledger"],
+        "show writes nothing beside it"
+    );
+    let moved = tmp.path().join("moved é ?#%.ledger"); // characters a file: URI reserves
+    std::fs::rename(&ledger, &moved).unwrap();
+    assert_eq!(
+        json_of(&["show", moved.to_str().unwrap(), "--json"], 0),
+        doc
+    );
+}
+
+#[test]
+fn a_recording_claiming_billions_of_samples_allocates_nothing_for_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("claims.ledger");
+    old_recording(&f);
+    let conn = rusqlite::Connection::open(&f).unwrap();
+    conn.execute_batch(
+        "INSERT INTO samples(id, t_ms, processes) VALUES (9000000000000, 1700000002000, 1);
+         INSERT INTO points VALUES (2, 8000000000000, 1, 17179869184, 0);
+         UPDATE processes SET last_sample = 9223372036854775807;",
+    )
+    .unwrap();
+    drop(conn);
+    let start = Instant::now();
+    let doc = json_of(&["show", f.to_str().unwrap(), "--json"], 0);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(doc["samples"], 4, "{doc}");
+    let html = tmp.path().join("claims.html");
+    assert!(
+        run(&["plot", f.to_str().unwrap(), "-o", html.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(std::fs::metadata(&html).unwrap().len() < 1 << 20);
+}

@@ -1,11 +1,13 @@
 //! `plot`: one self-contained HTML page (inline SVG drawn with plotters, no scripts, no network)
 //! with per-rank × device timelines (device-local vs host-class), the host counters, the step
 //! markers that `stepwise_growth` found, and the findings; with two recordings the diff too.
+//! Every line is drawn from the recording's plot columns (min and max per pixel column), so the
+//! page stays a few MB however long the recording is.
 
 use crate::ledger::MemClass;
-use crate::recording::Recording;
+use crate::recording::{ClassSeries, Recording};
 use crate::timeline::diff::{diff, render_diff};
-use crate::timeline::{analyze, class_series, TimelineFinding, TimelineKind};
+use crate::timeline::{analyze, TimelineFinding, TimelineKind};
 use crate::units::human_bytes;
 use plotters::prelude::*;
 use std::collections::BTreeSet;
@@ -90,21 +92,50 @@ fn svg_error(title: &str) -> String {
     format!("<p>could not draw {}</p>", esc(title))
 }
 
-fn series_of(rec: &Recording, values: &[u64]) -> Vec<(f64, f64)> {
-    values
+/// Seconds since the start of each plot column.
+fn column_times(rec: &Recording) -> Vec<f64> {
+    rec.host
+        .columns
         .iter()
-        .enumerate()
-        .map(|(i, v)| (rec.t_s(i), *v as f64 / GIB))
+        .map(|c| c.t_ms.saturating_sub(rec.host.first_ms) as f64 / 1000.0)
         .collect()
 }
 
-/// Times at which a series grew by exactly a stepwise_growth step.
-fn step_times(rec: &Recording, values: &[u64], steps: &[u64]) -> Vec<f64> {
-    values
-        .windows(2)
-        .enumerate()
-        .filter(|(_, w)| w[1] > w[0] && steps.contains(&(w[1] - w[0])))
-        .map(|(i, _)| rec.t_s(i + 1))
+/// A column's low and high points, in that order: at most two points per pixel column.
+fn series_of(times: &[f64], columns: impl Iterator<Item = (u64, u64)>) -> Vec<(f64, f64)> {
+    times
+        .iter()
+        .zip(columns)
+        .flat_map(|(&t, (lo, hi))| {
+            let n = if lo == hi { 1 } else { 2 };
+            [(t, lo as f64 / GIB), (t, hi as f64 / GIB)]
+                .into_iter()
+                .take(n)
+        })
+        .collect()
+}
+
+/// A class series' columns, or zeros where the process held nothing of that class.
+fn columns_of<'a>(
+    s: Option<&'a ClassSeries>,
+    n: usize,
+) -> Box<dyn Iterator<Item = (u64, u64)> + 'a> {
+    match s {
+        Some(s) => Box::new(s.columns.iter().copied()),
+        None => Box::new(std::iter::repeat_n((0, 0), n)),
+    }
+}
+
+/// Times of the columns in which a series grew by exactly a stepwise_growth step.
+fn step_times(times: &[f64], s: Option<&ClassSeries>, steps: &[u64]) -> Vec<f64> {
+    let Some(s) = s else { return Vec::new() };
+    let cols: BTreeSet<usize> = steps
+        .iter()
+        .filter_map(|b| s.steps.get(b))
+        .flat_map(|st| st.columns.iter().copied())
+        .collect();
+    cols.into_iter()
+        .filter_map(|c| times.get(c).copied())
         .collect()
 }
 
@@ -114,8 +145,9 @@ fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
         esc(name),
         esc(&rec.command().join(" ")),
         rec.duration_s(),
-        rec.samples.len()
+        rec.host.samples
     );
+    let times = column_times(rec);
     let steps: Vec<u64> = found
         .iter()
         .filter(|f| f.kind == TimelineKind::StepwiseGrowth)
@@ -133,10 +165,10 @@ fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
         })
         .collect();
     for (rank, pid, device) in keys {
-        let local = class_series(rec, pid, &device, MemClass::Device);
-        let host = class_series(rec, pid, &device, MemClass::Host);
-        let mut markers = step_times(rec, &local, &steps);
-        markers.extend(step_times(rec, &host, &steps));
+        let local = rec.class_series(pid, &device, MemClass::Device);
+        let host = rec.class_series(pid, &device, MemClass::Host);
+        let mut markers = step_times(&times, local, &steps);
+        markers.extend(step_times(&times, host, &steps));
         let who = rank
             .map(|r| format!("rank {r} (pid {pid})"))
             .unwrap_or_else(|| format!("pid {pid}"));
@@ -147,22 +179,19 @@ fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
                 Line {
                     name: "device-local",
                     color: DEVICE_COLOR,
-                    values: series_of(rec, &local),
+                    values: series_of(&times, columns_of(local, times.len())),
                 },
                 Line {
                     name: "host-class",
                     color: HOST_COLOR,
-                    values: series_of(rec, &host),
+                    values: series_of(&times, columns_of(host, times.len())),
                 },
             ],
             &markers,
         ));
         out.push_str("</figure>\n");
     }
-    let pick = |f: fn(&crate::recording::HostSample) -> Option<u64>| -> Vec<u64> {
-        rec.samples.iter().map(|s| f(s).unwrap_or(0)).collect()
-    };
-    let held_name = if rec.samples.iter().any(|s| s.gpu_active.is_some()) {
+    let held_name = if rec.host.gpu_active_peak.is_some() {
         "GPUActive"
     } else {
         "unaccounted"
@@ -174,12 +203,12 @@ fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
             Line {
                 name: "MemAvailable",
                 color: DEVICE_COLOR,
-                values: series_of(rec, &pick(|s| s.mem_available)),
+                values: series_of(&times, rec.host.columns.iter().map(|c| c.mem_available)),
             },
             Line {
                 name: held_name,
                 color: HOST_COLOR,
-                values: series_of(rec, &pick(|s| s.driver_held())),
+                values: series_of(&times, rec.host.columns.iter().map(|c| c.driver_held)),
             },
         ],
         &[],

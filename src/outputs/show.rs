@@ -23,7 +23,7 @@ struct ShowJson<'a> {
     schema: &'static str,
     command: Vec<String>,
     duration_s: f64,
-    samples: usize,
+    samples: u64,
     exit_code: Option<i64>,
     signal: Option<i64>,
     peaks: Vec<PeakJson>,
@@ -49,7 +49,7 @@ pub fn render_json(rec: &Recording, findings: &[TimelineFinding]) -> String {
         schema: "gpuledger.show/1",
         command: rec.command(),
         duration_s: rec.duration_s(),
-        samples: rec.samples.len(),
+        samples: rec.host.samples,
         exit_code: num("exit_code"),
         signal: num("signal"),
         peaks: peaks(rec)
@@ -63,10 +63,10 @@ pub fn render_json(rec: &Recording, findings: &[TimelineFinding]) -> String {
                 host_peak: p.host,
             })
             .collect(),
-        mem_available_low: rec.samples.iter().filter_map(|s| s.mem_available).min(),
-        driver_held_peak: rec.samples.iter().filter_map(|s| s.driver_held()).max(),
-        gpu_active_peak: rec.samples.iter().filter_map(|s| s.gpu_active).max(),
-        unaccounted_peak: rec.samples.iter().filter_map(|s| s.unaccounted).max(),
+        mem_available_low: rec.host.mem_available_low,
+        driver_held_peak: rec.host.driver_held_peak,
+        gpu_active_peak: rec.host.gpu_active_peak,
+        unaccounted_peak: rec.host.unaccounted_peak,
         findings,
         kernel_log: rec
             .kernel
@@ -94,7 +94,7 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
         s,
         "  duration  {:.1} s, {} samples every {} ms; job end: {end}",
         rec.duration_s(),
-        rec.samples.len(),
+        rec.host.samples,
         rec.meta
             .get("interval_ms")
             .map(String::as_str)
@@ -136,9 +136,11 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
         ];
         s.push_str(&render("  ", &h, &rows));
     }
-    let low = rec.samples.iter().filter_map(|x| x.mem_available).min();
-    let gpu = rec.samples.iter().filter_map(|x| x.gpu_active).max();
-    let unacc = rec.samples.iter().filter_map(|x| x.unaccounted).max();
+    let (low, gpu, unacc) = (
+        rec.host.mem_available_low,
+        rec.host.gpu_active_peak,
+        rec.host.unaccounted_peak,
+    );
     let _ = writeln!(
         s,
         "\nHost\n  MemAvailable low {}   GPUActive peak {}   unaccounted peak {}",

@@ -1,6 +1,6 @@
-//! Recordings: a timeline of ledgers in one SQLite file (WAL mode).
+//! Recordings: a timeline of ledgers in one self-contained SQLite file.
 //!
-//! Schema version 1 (`meta.schema_version`):
+//! Schema version 2 (`meta.schema_version`):
 //! - `meta(key, value)`: schema_version, command (JSON array), root, interval_ms, started_ms,
 //!   gpuledger_version, kernel, and at the end exit_code / signal / ended_ms.
 //! - `samples(id, t_ms, mem_total, mem_available, gpu_active, gpu_reclaim, unaccounted, gpu_source,
@@ -15,21 +15,47 @@
 //! - `kernel_log(sample, kind, message)`: kernel lines in the recording's window that match
 //!   page-allocation failures, the OOM killer or a GPU driver (`sources::kmsg`).
 //!
-//! Each sample is one transaction, so a recorder killed with SIGKILL loses at most the sample it
-//! was writing; readers see every committed sample.
+//! Version 1 is the same layout, except that files written before `labels` and `kernel_log`
+//! existed lack them (they still said version 1); readers check for both instead of failing.
+//! Any change to the layout bumps the version; a version above [`SCHEMA_VERSION`] is refused with
+//! a message to upgrade.
+//!
+//! The file is born complete: schema and `meta` are written into a temporary file beside it that
+//! is then renamed into place, so a killed recorder never leaves a file without tables. While
+//! recording, the file is in WAL mode, each sample is one transaction (a SIGKILL loses at most the
+//! sample being written) and the WAL is checkpointed every [`CHECKPOINT_EVERY`], so a copy of the
+//! `.ledger` alone holds all but the last seconds. On close it returns to rollback-journal mode:
+//! no `-wal` or `-shm` is left beside it.
+//!
+//! Reading never loads every sample: one pass over the samples and one per series fold them into
+//! totals, low and high points and at most [`PLOT_COLUMNS`] min/max columns (`read_host`,
+//! `read_series`), so memory does not grow with the recording's length.
 
+mod create;
 mod read;
+mod read_host;
+mod read_rows;
+mod read_series;
 pub mod run;
 pub mod session;
 mod write;
 
-pub use read::{open, HostSample, RecordedFinding, RecordedProcess, Recording, Series};
+pub use read::{open, RecordedFinding, RecordedProcess, Recording};
+pub use read_host::{HostColumn, HostSummary};
+pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
 pub use write::{Recorder, RecordingMeta};
 
+use std::time::Duration;
 use thiserror::Error;
 
-/// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = 2;
+/// The oldest schema version this build reads.
+pub const OLDEST_READABLE: i64 = 1;
+/// How often a recorder copies its WAL into the main file.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(2);
+/// Columns (pixel columns of a plot) a series is folded into: each keeps its min and max.
+pub const PLOT_COLUMNS: usize = 1000;
 
 /// A recording that cannot be written or read.
 #[derive(Debug, Error)]
@@ -49,6 +75,30 @@ pub enum RecordingError {
         path: String,
         /// What was wrong.
         why: String,
+    },
+    /// Written by a newer gpuledger.
+    #[error("{path} was recorded by a newer gpuledger (schema version {found}; this one reads {OLDEST_READABLE} to {SCHEMA_VERSION}); upgrade gpuledger to read it")]
+    Newer {
+        /// The file.
+        path: String,
+        /// The version in the file.
+        found: i64,
+    },
+    /// The file cannot be read.
+    #[error("cannot read recording {path}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Creating the file failed.
+    #[error("cannot create recording {path}")]
+    Create {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
     },
     /// The file exists and would be overwritten.
     #[error("{path} already exists; choose another -o or delete it")]

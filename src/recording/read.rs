@@ -1,39 +1,15 @@
-//! Reading a recording back.
+//! Reading a recording back: meta and the small tables whole, samples and usage points folded
+//! (see `read_host`, `read_series`), so memory stays bounded whatever the recording's length.
 
-use super::{RecordingError, SCHEMA_VERSION};
+use super::read_host::{fold_host, HostSummary};
+use super::read_rows::{self, Layout};
+use super::read_series::{fold_group, ClassSeries, Columns, Life};
+use super::{RecordingError, OLDEST_READABLE, SCHEMA_VERSION};
 use crate::ledger::MemClass;
 use crate::sources::drm_devices::DeviceInfo;
 use rusqlite::{Connection, OpenFlags};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Host counters of one sample.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostSample {
-    /// Sample time, ms since the epoch.
-    pub t_ms: u64,
-    /// MemTotal.
-    pub mem_total: Option<u64>,
-    /// MemAvailable.
-    pub mem_available: Option<u64>,
-    /// GPUActive or nr_gpu_active.
-    pub gpu_active: Option<u64>,
-    /// GPUReclaim.
-    pub gpu_reclaim: Option<u64>,
-    /// Unaccounted residual.
-    pub unaccounted: Option<u64>,
-    /// Which counter `gpu_active` came from.
-    pub gpu_source: Option<String>,
-    /// Processes seen.
-    pub processes: u64,
-}
-
-impl HostSample {
-    /// Driver-held host memory: GPUActive when the kernel has it, else unaccounted.
-    pub fn driver_held(&self) -> Option<u64> {
-        self.gpu_active.or(self.unaccounted)
-    }
-}
 
 /// A recorded process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,21 +32,6 @@ pub struct RecordedProcess {
     pub labels: serde_json::Value,
     /// See `first`.
     pub last: usize,
-}
-
-/// One (pid, device, region) series, filled forward to one value per sample in its lifetime.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Series {
-    /// Pid.
-    pub pid: u32,
-    /// Device id.
-    pub device: String,
-    /// Region name.
-    pub region: String,
-    /// Class.
-    pub class: MemClass,
-    /// Resident bytes per sample index (None before the first point or after the process left).
-    pub resident: Vec<Option<u64>>,
 }
 
 /// A finding as kept over a recording.
@@ -100,23 +61,29 @@ pub struct RecordedFinding {
     pub last: usize,
 }
 
-/// A whole recording in memory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A recording, read back with bounded memory.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Recording {
     /// `meta` table.
     pub meta: BTreeMap<String, String>,
-    /// Host samples in order.
-    pub samples: Vec<HostSample>,
+    /// Host counters, folded.
+    pub host: HostSummary,
+    /// Sample indices run from 0 to `span - 1`.
+    pub span: usize,
     /// Processes.
     pub processes: Vec<RecordedProcess>,
     /// Devices.
     pub devices: Vec<DeviceInfo>,
-    /// Series.
-    pub series: Vec<Series>,
+    /// One series per (pid, device, class), folded.
+    pub series: Vec<ClassSeries>,
     /// Findings.
     pub findings: Vec<RecordedFinding>,
-    /// Kernel log evidence: (sample index, kind, message).
+    /// Kernel log evidence: (sample index, kind, message), the first lines only.
     pub kernel: Vec<(usize, String, String)>,
+    /// Kernel lines by kind, all of them.
+    pub kernel_counts: BTreeMap<String, usize>,
+    /// Times (ms since the epoch) of the sample indices that processes, findings and series name.
+    pub times: BTreeMap<usize, u64>,
 }
 
 impl Recording {
@@ -130,48 +97,56 @@ impl Recording {
 
     /// Seconds from the first to the last sample.
     pub fn duration_s(&self) -> f64 {
-        match (self.samples.first(), self.samples.last()) {
-            (Some(a), Some(b)) => (b.t_ms.saturating_sub(a.t_ms)) as f64 / 1000.0,
-            _ => 0.0,
-        }
+        self.host.last_ms.saturating_sub(self.host.first_ms) as f64 / 1000.0
     }
 
-    /// Seconds since the first sample, for sample index `i`.
+    /// Seconds since the first sample, for sample index `i` (one that the recording's processes,
+    /// findings or series name; another index gets the time of the nearest such index before it).
     pub fn t_s(&self, i: usize) -> f64 {
-        let t0 = self.samples.first().map(|s| s.t_ms).unwrap_or(0);
-        self.samples
-            .get(i)
-            .map(|s| s.t_ms.saturating_sub(t0) as f64 / 1000.0)
-            .unwrap_or(0.0)
+        let t = self
+            .times
+            .range(..=i)
+            .next_back()
+            .map(|(_, t)| *t)
+            .unwrap_or(self.host.first_ms);
+        t.saturating_sub(self.host.first_ms) as f64 / 1000.0
     }
 
     /// Number of kernel lines of a kind (`page_allocation_failure`, `oom_kill`, `driver`).
     pub fn kernel_count(&self, kind: &str) -> usize {
-        self.kernel.iter().filter(|k| k.1 == kind).count()
+        self.kernel_counts.get(kind).copied().unwrap_or(0)
     }
 
     /// The process record of a pid.
     pub fn process(&self, pid: u32) -> Option<&RecordedProcess> {
         self.processes.iter().find(|p| p.pid == pid)
     }
+
+    /// The series of one class of a process on a device.
+    pub fn class_series(&self, pid: u32, device: &str, class: MemClass) -> Option<&ClassSeries> {
+        self.series
+            .iter()
+            .find(|s| s.pid == pid && s.device == device && s.class == class)
+    }
 }
 
-/// Opens and reads a recording (read-only; a recorder may still be writing it).
+/// Opens and reads a recording without writing to it or beside it (a recorder may still be
+/// writing it).
 pub fn open(path: &Path) -> Result<Recording, RecordingError> {
     let p = path.display().to_string();
     let not = |why: String| RecordingError::NotARecording {
         path: p.clone(),
         why,
     };
-    let meta = std::fs::metadata(path).map_err(|e| not(e.to_string()))?;
+    let meta = std::fs::metadata(path).map_err(|source| RecordingError::Unreadable {
+        path: p.clone(),
+        source,
+    })?;
     if !meta.is_file() {
         return Err(not("not a regular file".into()));
     }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| not(e.to_string()))?;
+    let conn = connect(path).map_err(|e| not(e.to_string()))?;
+    let layout = check(&conn, &p)?;
     let meta: BTreeMap<String, String> = (|| {
         let mut st = conn.prepare("SELECT key, value FROM meta")?;
         let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -182,157 +157,167 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         .get("schema_version")
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| not("no schema_version in meta".into()))?;
-    if version != SCHEMA_VERSION {
-        return Err(not(format!(
-            "schema version {version}, this gpuledger reads {SCHEMA_VERSION}"
-        )));
+    if version > SCHEMA_VERSION {
+        return Err(RecordingError::Newer {
+            path: p,
+            found: version,
+        });
     }
-    read_all(&conn, meta).map_err(|e| RecordingError::Sqlite {
-        path: p.clone(),
-        source: e,
+    if version < OLDEST_READABLE {
+        return Err(not(format!("schema version {version} is unknown")));
+    }
+    read_all(&conn, meta, layout).map_err(|source| RecordingError::Sqlite { path: p, source })
+}
+
+/// A finished recording is one file: open it immutable, so that SQLite creates no `-wal` or
+/// `-shm` beside it. A `-wal` beside it means a recorder is writing (or was killed): read through
+/// it, read-only.
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if Path::new(&wal).exists() {
+        return Connection::open_with_flags(path, flags);
+    }
+    let mut uri = url_path(path);
+    uri.push_str("?immutable=1");
+    Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+}
+
+/// `file:` URI of a path, with the characters URIs reserve and non-ASCII bytes escaped (SQLite
+/// decodes `%XX` back to the raw byte).
+fn url_path(path: &Path) -> String {
+    let mut out = String::from("file:");
+    for b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'?' | b'#' | b'%' | 0x80.. => out.push_str(&format!("%{b:02X}")),
+            _ => out.push(char::from(*b)),
+        }
+    }
+    out
+}
+
+/// Checks that the file has the tables of a recording and which optional columns it has.
+fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
+    let not = |why: String| RecordingError::NotARecording {
+        path: p.to_string(),
+        why,
+    };
+    let tables: BTreeSet<String> = (|| {
+        let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()
+    })()
+    .map_err(|e| not(e.to_string()))?;
+    let missing: Vec<&str> = [
+        "meta",
+        "samples",
+        "processes",
+        "devices",
+        "series",
+        "points",
+        "findings",
+    ]
+    .into_iter()
+    .filter(|t| !tables.contains(*t))
+    .collect();
+    if !missing.is_empty() {
+        return Err(not(format!("missing tables: {}", missing.join(", "))));
+    }
+    let labels = conn
+        .prepare("SELECT 1 FROM pragma_table_info('processes') WHERE name = 'labels'")
+        .and_then(|mut st| st.exists([]))
+        .map_err(|e| not(e.to_string()))?;
+    Ok(Layout {
+        labels,
+        kernel_log: tables.contains("kernel_log"),
     })
 }
 
-fn u(v: Option<i64>) -> Option<u64> {
-    v.map(|x| x.max(0) as u64)
-}
-
-fn read_all(conn: &Connection, meta: BTreeMap<String, String>) -> rusqlite::Result<Recording> {
-    let mut st = conn.prepare(
-        "SELECT id, t_ms, mem_total, mem_available, gpu_active, gpu_reclaim, unaccounted, gpu_source, processes FROM samples ORDER BY id",
-    )?;
-    let mut index: BTreeMap<i64, usize> = BTreeMap::new();
-    let mut samples = Vec::new();
-    let rows = st.query_map([], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            HostSample {
-                t_ms: r.get::<_, i64>(1)?.max(0) as u64,
-                mem_total: u(r.get(2)?),
-                mem_available: u(r.get(3)?),
-                gpu_active: u(r.get(4)?),
-                gpu_reclaim: u(r.get(5)?),
-                unaccounted: u(r.get(6)?),
-                gpu_source: r.get(7)?,
-                processes: r.get::<_, i64>(8)?.max(0) as u64,
-            },
-        ))
-    })?;
-    for row in rows {
-        let (id, s) = row?;
-        index.insert(id, samples.len());
-        samples.push(s);
-    }
-    let idx = |id: i64| index.get(&id).copied().unwrap_or(0);
-
-    let mut st = conn.prepare("SELECT pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample, labels FROM processes ORDER BY pid")?;
-    let processes = st
-        .query_map([], |r| {
-            let env: String = r.get(5)?;
-            Ok(RecordedProcess {
-                pid: r.get(0)?,
-                comm: r.get(1)?,
-                cmdline: r.get(2)?,
-                rank: r.get(3)?,
-                local_rank: r.get(4)?,
-                env: serde_json::from_str(&env).unwrap_or_default(),
-                first: idx(r.get(6)?),
-                last: idx(r.get(7)?),
-                labels: serde_json::from_str(&r.get::<_, String>(8)?).unwrap_or_default(),
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-
-    let mut st = conn.prepare("SELECT json FROM devices ORDER BY id")?;
-    let devices = st
-        .query_map([], |r| r.get::<_, String>(0))?
-        .filter_map(|j| j.ok().and_then(|j| serde_json::from_str(&j).ok()))
-        .collect();
-
-    let mut st = conn.prepare("SELECT id, pid, device, region, class FROM series ORDER BY id")?;
-    let heads = st
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, u32>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut pts =
-        conn.prepare("SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample")?;
-    let mut series = Vec::new();
-    for (id, pid, device, region, class) in heads {
-        let points = pts
-            .query_map([id], |r| Ok((idx(r.get(0)?), u(r.get(1)?))))?
-            .collect::<Result<Vec<_>, _>>()?;
-        let last = processes
-            .iter()
-            .find(|p| p.pid == pid)
-            .map(|p| p.last)
-            .unwrap_or(samples.len());
-        let mut resident = vec![None; samples.len()];
-        let mut cur: Option<u64> = None;
-        let mut it = points.into_iter().peekable();
-        for (i, slot) in resident.iter_mut().enumerate().take(last + 1) {
-            while let Some((_, v)) = it.next_if(|(s, _)| *s <= i) {
-                cur = v.or(Some(0));
-            }
-            *slot = cur;
+fn read_all(
+    conn: &Connection,
+    meta: BTreeMap<String, String>,
+    layout: Layout,
+) -> rusqlite::Result<Recording> {
+    let (first_id, last_id): (Option<i64>, Option<i64>) =
+        conn.query_row("SELECT MIN(id), MAX(id) FROM samples", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    // Only a count: nothing is allocated per sample, whatever the ids claim.
+    let span = match (first_id, last_id) {
+        (Some(a), Some(b)) => {
+            usize::try_from(b.saturating_sub(a)).map_or(usize::MAX, |d| d.saturating_add(1))
         }
-        let class = match class.as_str() {
-            "device" => MemClass::Device,
-            "stolen" => MemClass::Stolen,
-            _ => MemClass::Host,
-        };
-        series.push(Series {
-            pid,
-            device,
-            region,
-            class,
-            resident,
-        });
-    }
-
-    let mut st = conn.prepare(
-        "SELECT kind, severity, pid, rank, device, peer, bytes_peak, backing, message, first_sample, last_sample FROM findings ORDER BY first_sample, kind, pid",
-    )?;
-    let findings = st
-        .query_map([], |r| {
-            let pid: i64 = r.get(2)?;
-            let device: String = r.get(4)?;
-            let peer: String = r.get(5)?;
-            Ok(RecordedFinding {
-                kind: r.get(0)?,
-                severity: r.get(1)?,
-                pid: (pid >= 0).then_some(pid as u32),
-                rank: r.get(3)?,
-                device: (!device.is_empty()).then_some(device),
-                peer: (!peer.is_empty()).then_some(peer),
-                bytes_peak: r.get::<_, i64>(6)?.max(0) as u64,
-                backing: r.get(7)?,
-                message: r.get(8)?,
-                first: idx(r.get(9)?),
-                last: idx(r.get(10)?),
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    // Tolerate recordings written before the kernel_log table existed.
-    let kernel = match conn.prepare("SELECT sample, kind, message FROM kernel_log ORDER BY rowid") {
-        Ok(mut st) => st
-            .query_map([], |r| Ok((idx(r.get(0)?), r.get(1)?, r.get(2)?)))?
-            .collect::<Result<Vec<_>, _>>()?,
-        Err(_) => Vec::new(),
+        _ => 0,
     };
+    let cols = Columns {
+        first_id: first_id.unwrap_or(0),
+        span,
+    };
+    let processes = read_rows::processes(conn, cols, layout)?;
+    let devices = read_rows::devices(conn)?;
+    let findings = read_rows::findings(conn, cols)?;
+    let (kernel, kernel_counts) = read_rows::kernel(conn, cols, layout)?;
+    let series = read_series(conn, &processes, cols)?;
+    let end_job = processes.iter().map(|p| p.last).max();
+    let mut wanted: BTreeSet<usize> = [0].into();
+    wanted.extend(processes.iter().flat_map(|p| [p.first, p.last]));
+    wanted.extend(findings.iter().flat_map(|f| [f.first, f.last]));
+    wanted.extend(kernel.iter().map(|k| k.0));
+    wanted.extend(end_job.map(|e| e.saturating_add(1)));
+    for s in &series {
+        wanted.extend(s.last_up);
+        wanted.extend(s.steps.values().map(|st| st.first));
+    }
+    let (host, times) = fold_host(conn, cols, end_job, &wanted)?;
     Ok(Recording {
         meta,
-        samples,
+        host,
+        span,
         processes,
         devices,
         series,
         findings,
         kernel,
+        kernel_counts,
+        times,
     })
+}
+
+fn read_series(
+    conn: &Connection,
+    processes: &[RecordedProcess],
+    cols: Columns,
+) -> rusqlite::Result<Vec<ClassSeries>> {
+    let mut groups: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
+    let mut st = conn.prepare("SELECT id, pid, device, class FROM series ORDER BY id")?;
+    let mut rows = st.query([])?;
+    while let Some(r) = rows.next()? {
+        groups
+            .entry((r.get(1)?, r.get(2)?, r.get(3)?))
+            .or_default()
+            .push(r.get(0)?);
+    }
+    let end = cols.span.saturating_sub(1);
+    groups
+        .into_iter()
+        .map(|((pid, device, class), ids)| {
+            let life = processes.iter().find(|p| p.pid == pid).map_or(
+                Life {
+                    first: 0,
+                    last: end,
+                },
+                |p| Life {
+                    first: p.first,
+                    last: p.last.min(end),
+                },
+            );
+            let class = match class.as_str() {
+                "device" => MemClass::Device,
+                "stolen" => MemClass::Stolen,
+                _ => MemClass::Host,
+            };
+            fold_group(conn, (pid, device, class), &ids, life, cols)
+        })
+        .collect()
 }

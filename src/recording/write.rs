@@ -1,11 +1,12 @@
 //! Writing a recording.
 
-use super::{RecordingError, SCHEMA, SCHEMA_VERSION};
+use super::{RecordingError, CHECKPOINT_EVERY, SCHEMA_VERSION};
 use crate::findings::Finding;
 use crate::ledger::Ledger;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::Instant;
 
 /// What is known about a recording when it starts.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +34,7 @@ pub struct Recorder {
     pids: HashSet<u32>,
     devices: HashSet<String>,
     samples: u64,
+    checkpointed: Instant,
 }
 
 fn to_i64(v: Option<u64>) -> Option<i64> {
@@ -42,28 +44,6 @@ fn to_i64(v: Option<u64>) -> Option<i64> {
 impl Recorder {
     /// Creates a new recording file (refuses to overwrite one).
     pub fn create(path: &Path, meta: &RecordingMeta) -> Result<Recorder, RecordingError> {
-        let p = path.display().to_string();
-        if path.exists() {
-            return Err(RecordingError::Exists { path: p });
-        }
-        let err = |source| RecordingError::Sqlite {
-            path: p.clone(),
-            source,
-        };
-        let conn = Connection::open(path).map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(err)?;
-        conn.execute_batch(SCHEMA).map_err(err)?;
-        let mut r = Recorder {
-            conn,
-            path: p.clone(),
-            series: HashMap::new(),
-            pids: HashSet::new(),
-            devices: HashSet::new(),
-            samples: 0,
-        };
         let command = serde_json::to_string(&meta.command).expect("strings serialise");
         let mut kv = vec![
             ("schema_version", SCHEMA_VERSION.to_string()),
@@ -76,10 +56,15 @@ impl Recorder {
         if let Some(k) = &meta.kernel {
             kv.push(("kernel", k.trim().to_string()));
         }
-        for (k, v) in kv {
-            r.set_meta(k, &v)?;
-        }
-        Ok(r)
+        Ok(Recorder {
+            conn: super::create::create(path, &kv)?,
+            path: path.display().to_string(),
+            series: HashMap::new(),
+            pids: HashSet::new(),
+            devices: HashSet::new(),
+            samples: 0,
+            checkpointed: Instant::now(),
+        })
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> RecordingError + '_ {
@@ -226,6 +211,13 @@ impl Recorder {
         }
         tx.commit().map_err(&err)?;
         self.samples += 1;
+        if self.checkpointed.elapsed() >= CHECKPOINT_EVERY {
+            // A copy of the main file alone (without -wal) then misses at most these seconds.
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .map_err(&err)?;
+            self.checkpointed = Instant::now();
+        }
         Ok(())
     }
 
@@ -262,6 +254,13 @@ impl Recorder {
         self.conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .map_err(self.err())?;
+        // Back to a rollback journal: SQLite removes the -wal and -shm files, the recording is one
+        // file again, and readers no longer create them beside it. A reader holding the file past
+        // the wait leaves it in WAL mode: still complete, so that is not an error.
+        self.conn
+            .busy_timeout(std::time::Duration::from_secs(2))
+            .map_err(self.err())?;
+        let _ = self.conn.pragma_update(None, "journal_mode", "DELETE");
         Ok(())
     }
 }

@@ -248,7 +248,7 @@ fn recordings(input: &ReportInput) -> String {
             code(name),
             steps::what_ran(rec),
             rec.duration_s(),
-            rec.samples.len()
+            rec.host.samples
         );
         t.push_str("| rank | pid | device | peak device-local | peak host-class |\n|---|---|---|---|---|\n");
         for p in timeline::peaks(rec) {

@@ -50,13 +50,9 @@ pub struct Diff {
 }
 
 fn driver_held_peak(r: &Recording) -> (Option<u64>, &'static str) {
-    let gpu = r.samples.iter().filter_map(|s| s.gpu_active).max();
-    match gpu {
+    match r.host.gpu_active_peak {
         Some(v) => (Some(v), "GPUActive"),
-        None => (
-            r.samples.iter().filter_map(|s| s.unaccounted).max(),
-            "unaccounted",
-        ),
+        None => (r.host.unaccounted_peak, "unaccounted"),
     }
 }
 
@@ -120,7 +116,7 @@ pub fn diff(a: &Recording, b: &Recording) -> Diff {
         a: Value::Bytes(ha),
         b: Value::Bytes(hb),
     });
-    let low = |r: &Recording| r.samples.iter().filter_map(|s| s.mem_available).min();
+    let low = |r: &Recording| r.host.mem_available_low;
     rows.push(Row {
         what: "MemAvailable, low point".into(),
         a: Value::Bytes(low(a)),
@@ -286,12 +282,7 @@ mod tests {
                 ("exit_code".to_string(), "0".to_string()),
             ]
             .into(),
-            samples: Vec::new(),
-            processes: Vec::new(),
-            devices: Vec::new(),
-            series: Vec::new(),
-            findings: Vec::new(),
-            kernel: Vec::new(),
+            ..Recording::default()
         }
     }
 

@@ -29,21 +29,6 @@ pub struct Peak {
     pub home: bool,
 }
 
-/// Class totals of one process on one device at every sample.
-pub fn class_series(rec: &Recording, pid: u32, device: &str, class: MemClass) -> Vec<u64> {
-    let mut out = vec![0u64; rec.samples.len()];
-    for s in rec
-        .series
-        .iter()
-        .filter(|s| s.pid == pid && s.device == device && s.class == class)
-    {
-        for (o, v) in out.iter_mut().zip(&s.resident) {
-            *o += v.unwrap_or(0);
-        }
-    }
-    out
-}
-
 /// Per process × device peaks, home device marked.
 pub fn peaks(rec: &Recording) -> Vec<Peak> {
     let mut keys: BTreeMap<(u32, String), ()> = BTreeMap::new();
@@ -53,12 +38,7 @@ pub fn peaks(rec: &Recording) -> Vec<Peak> {
     let mut out: Vec<Peak> = keys
         .into_keys()
         .map(|(pid, device)| {
-            let max = |c| {
-                class_series(rec, pid, &device, c)
-                    .into_iter()
-                    .max()
-                    .unwrap_or(0)
-            };
+            let max = |c| rec.class_series(pid, &device, c).map_or(0, |s| s.peak);
             Peak {
                 pid,
                 rank: rec.process(pid).and_then(|p| p.rank),

@@ -1,11 +1,11 @@
 //! Timeline findings: stepwise_growth, plateau, leak, released_on_exit, and peer_mirror over time.
 
-use super::{class_series, shapes::tensor_shapes};
+use super::shapes::tensor_shapes;
 use crate::findings::Severity;
 use crate::ledger::MemClass;
-use crate::recording::Recording;
+use crate::recording::{ClassSeries, Recording};
 use crate::units::human_bytes;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Kinds of timeline finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -59,8 +59,6 @@ pub struct TimelineFinding {
 
 /// Least number of repeats for a step size to count.
 const MIN_STEPS: usize = 3;
-/// Least size of a growth step considered (ignores allocator noise).
-const MIN_STEP_BYTES: u64 = 16 << 20;
 
 /// Every timeline finding of a recording.
 pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
@@ -72,8 +70,9 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
         .collect();
     for (pid, device) in keys {
         for class in [MemClass::Host, MemClass::Device] {
-            let values = class_series(rec, pid, &device, class);
-            out.extend(series_findings(rec, pid, &device, class, &values));
+            if let Some(s) = rec.class_series(pid, &device, class) {
+                out.extend(series_findings(rec, s));
+            }
         }
     }
     out.extend(released_on_exit(rec));
@@ -118,39 +117,30 @@ fn who(rec: &Recording, pid: u32) -> (String, Option<u32>) {
     (label, rank)
 }
 
-fn series_findings(
-    rec: &Recording,
-    pid: u32,
-    device: &str,
-    class: MemClass,
-    v: &[u64],
-) -> Vec<TimelineFinding> {
+/// Findings of one class series; the growths it counts (by more than `MIN_STEP_BYTES` from one
+/// sample to the next within the process's life) were folded when the recording was read.
+fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
+    let (pid, device, class) = (s.pid, s.device.as_str(), s.class);
     let Some(proc_) = rec.process(pid) else {
         return Vec::new();
     };
-    let (first, last) = (proc_.first, proc_.last.min(v.len().saturating_sub(1)));
+    let (first, last) = (proc_.first, proc_.last.min(rec.span.saturating_sub(1)));
     if last <= first {
         return Vec::new();
     }
-    let life = &v[first..=last];
     let (label, rank) = who(rec, pid);
     let what = if class == MemClass::Host {
         "host-class"
     } else {
         "device-local"
     };
-    let mut ups: Vec<(usize, u64)> = Vec::new();
-    for (i, w) in life.windows(2).enumerate() {
-        if w[1] > w[0] + MIN_STEP_BYTES {
-            ups.push((first + i + 1, w[1] - w[0]));
-        }
-    }
     let mut out = Vec::new();
-    let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
-    for (_, d) in &ups {
-        *counts.entry(*d).or_default() += 1;
-    }
-    if let Some((&step, &n)) = counts.iter().max_by_key(|(d, n)| (**n, **d)) {
+    if let Some((&step, n, at)) = s
+        .steps
+        .iter()
+        .map(|(d, st)| (d, st.count, st.first))
+        .max_by_key(|(d, n, _)| (*n, **d))
+    {
         if n >= MIN_STEPS {
             let shapes = tensor_shapes(step);
             let shape = if shapes.is_empty() {
@@ -158,11 +148,6 @@ fn series_findings(
             } else {
                 format!("; factors as {}", shapes.join(" or "))
             };
-            let at = ups
-                .iter()
-                .find(|(_, d)| *d == step)
-                .map(|(i, _)| *i)
-                .unwrap_or(first);
             out.push(TimelineFinding {
                 kind: TimelineKind::StepwiseGrowth,
                 severity: Severity::Info,
@@ -179,14 +164,13 @@ fn series_findings(
             });
         }
     }
-    let start = life[0];
-    let end = *life.last().unwrap_or(&0);
+    let (start, end) = (s.start, s.end);
     let grown = end.saturating_sub(start);
-    if ups.len() >= 2 && grown >= 64 << 20 {
-        let last_up = ups.last().map(|(i, _)| *i).unwrap_or(first);
+    if s.ups >= 2 && grown >= 64 << 20 {
+        let last_up = s.last_up.unwrap_or(first);
         let span = (last - first) as f64;
         let flat_share = (last - last_up) as f64 / span.max(1.0);
-        let still_running = last + 1 >= rec.samples.len();
+        let still_running = last + 1 >= rec.span;
         if flat_share >= 0.25 {
             out.push(TimelineFinding {
                 kind: TimelineKind::Plateau,
@@ -203,7 +187,7 @@ fn series_findings(
                 bytes: end,
                 t_s: rec.t_s(last_up),
             });
-        } else if still_running && flat_share <= 0.1 && life.windows(2).all(|w| w[1] >= w[0]) {
+        } else if still_running && flat_share <= 0.1 && s.monotone {
             out.push(TimelineFinding {
                 kind: TimelineKind::Leak,
                 severity: if class == MemClass::Host { Severity::Warning } else { Severity::Info },
@@ -225,17 +209,7 @@ fn series_findings(
 
 fn released_on_exit(rec: &Recording) -> Option<TimelineFinding> {
     let end_job = rec.processes.iter().map(|p| p.last).max()?;
-    if end_job + 1 >= rec.samples.len() {
-        return None;
-    }
-    let during = rec.samples[..=end_job]
-        .iter()
-        .filter_map(|s| s.driver_held())
-        .max()?;
-    let after = rec.samples[end_job + 1..]
-        .iter()
-        .filter_map(|s| s.driver_held())
-        .min()?;
+    let (during, after) = rec.host.held_around_exit?;
     let released = during.saturating_sub(after);
     (released >= 256 << 20).then(|| TimelineFinding {
         kind: TimelineKind::ReleasedOnExit,

@@ -151,6 +151,7 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         vram_used: None,
         gtt_total: None,
         gtt_used: None,
+        integrated: None,
     };
     let processes: Vec<ProcessRow> = (0..words.len().clamp(1, 3))
         .map(|i| process(i, &w))
@@ -234,6 +235,7 @@ fn process(i: usize, w: &impl Fn(usize) -> String) -> ProcessRow {
         shared: None,
         purgeable: None,
         active: None,
+        source: Default::default(),
     };
     let mut usage = vec![usage(0), usage(2)];
     usage.dedup_by(|a, b| a.device == b.device && a.region == b.region);

@@ -1,0 +1,312 @@
+//! Folding a recording's usage points into per (pid, device, class) summaries in one ordered pass
+//! per series group, without ever holding one value per sample.
+
+use super::PLOT_COLUMNS;
+use crate::ledger::MemClass;
+use rusqlite::{Connection, Rows};
+use std::collections::BTreeMap;
+
+/// Least size of a growth step kept per series (ignores allocator noise).
+pub const MIN_STEP_BYTES: u64 = 16 << 20;
+/// Distinct step sizes kept per series; further new sizes are not tracked, so a recording whose
+/// every sample grows by a new amount still takes bounded memory.
+const MAX_STEP_SIZES: usize = 1024;
+
+/// One growth step size of a series.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Step {
+    /// How many times the series grew by exactly this many bytes.
+    pub count: usize,
+    /// Sample index of the first such growth.
+    pub first: usize,
+    /// Plot columns in which it grew by this size.
+    pub columns: Vec<usize>,
+}
+
+/// The sum of a process's resident bytes of one class on one device, as the sample-by-sample
+/// series it is (filled forward, 0 before its first point and after the process left), summed up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassSeries {
+    /// Pid.
+    pub pid: u32,
+    /// Device id.
+    pub device: String,
+    /// Class.
+    pub class: MemClass,
+    /// Highest value.
+    pub peak: u64,
+    /// Value at the process's first sample.
+    pub start: u64,
+    /// Value at the process's last sample.
+    pub end: u64,
+    /// Whether it never fell during the process's life.
+    pub monotone: bool,
+    /// Growths by more than [`MIN_STEP_BYTES`] from one sample to the next during the life.
+    pub ups: usize,
+    /// Sample index of the last such growth.
+    pub last_up: Option<usize>,
+    /// Those growths by size.
+    pub steps: BTreeMap<u64, Step>,
+    /// (min, max) per plot column (sample index × columns / samples).
+    pub columns: Vec<(u64, u64)>,
+}
+
+/// Sample id → sample index → plot column, for a recording whose ids run from `first_id` over
+/// `span` indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Columns {
+    pub first_id: i64,
+    pub span: usize,
+}
+
+impl Columns {
+    /// The sample index of a sample id (clamped into the recording).
+    pub fn index(self, id: i64) -> usize {
+        usize::try_from(id.saturating_sub(self.first_id))
+            .unwrap_or(0)
+            .min(self.span.saturating_sub(1))
+    }
+
+    /// How many columns there are.
+    pub fn len(self) -> usize {
+        self.span.min(PLOT_COLUMNS)
+    }
+
+    /// The column of a sample index.
+    pub fn of(self, i: usize) -> usize {
+        (i as u128 * self.len() as u128 / self.span.max(1) as u128) as usize
+    }
+}
+
+/// The life of a process in sample indices (inclusive).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Life {
+    pub first: usize,
+    pub last: usize,
+}
+
+struct Fold {
+    s: ClassSeries,
+    life: Life,
+    cols: Columns,
+    value: u64,
+    at: usize,
+}
+
+impl Fold {
+    fn fill(&mut self, from: usize, to: usize, v: u64) {
+        if from > to || self.s.columns.is_empty() {
+            return;
+        }
+        let last = self.s.columns.len() - 1;
+        for c in &mut self.s.columns[self.cols.of(from).min(last)..=self.cols.of(to).min(last)] {
+            *c = (c.0.min(v), c.1.max(v));
+        }
+    }
+
+    /// The value becomes `v` at sample index `i` (indices never go back).
+    fn change(&mut self, i: usize, v: u64) {
+        if i > self.life.last {
+            return;
+        }
+        let i = i.max(self.at);
+        if i > self.at {
+            self.fill(self.at, i - 1, self.value);
+        }
+        if i > self.life.first && i > self.at {
+            let old = self.value;
+            if v > old.saturating_add(MIN_STEP_BYTES) {
+                self.up(i, v - old);
+            } else if v < old {
+                self.s.monotone = false;
+            }
+        }
+        if i <= self.life.first {
+            self.s.start = v;
+        }
+        self.value = v;
+        self.at = i;
+        self.s.peak = self.s.peak.max(v);
+    }
+
+    fn up(&mut self, i: usize, by: u64) {
+        self.s.ups += 1;
+        self.s.last_up = Some(i);
+        let col = self.cols.of(i);
+        if self.s.steps.len() >= MAX_STEP_SIZES && !self.s.steps.contains_key(&by) {
+            return;
+        }
+        let step = self.s.steps.entry(by).or_insert(Step {
+            first: i,
+            ..Step::default()
+        });
+        step.count += 1;
+        if step.columns.last() != Some(&col) {
+            step.columns.push(col);
+        }
+    }
+
+    fn finish(mut self) -> ClassSeries {
+        self.fill(self.at, self.life.last, self.value);
+        let after = self.life.last.saturating_add(1);
+        if after < self.cols.span {
+            self.fill(after, self.cols.span - 1, 0);
+        }
+        self.s.end = self.value;
+        self.s
+    }
+}
+
+fn next_point(rows: &mut Rows, cols: Columns) -> rusqlite::Result<Option<(usize, u64)>> {
+    Ok(match rows.next()? {
+        Some(r) => {
+            let v: Option<i64> = r.get(1)?;
+            Some((cols.index(r.get(0)?), v.unwrap_or(0).max(0) as u64))
+        }
+        None => None,
+    })
+}
+
+/// Folds the series `ids` (the regions of one class of one process on one device) into one
+/// summary, merging their points in sample order.
+pub(super) fn fold_group(
+    conn: &Connection,
+    (pid, device, class): (u32, String, MemClass),
+    ids: &[i64],
+    life: Life,
+    cols: Columns,
+) -> rusqlite::Result<ClassSeries> {
+    let mut stmts = ids
+        .iter()
+        .map(|_| {
+            conn.prepare("SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample")
+        })
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut rows = stmts
+        .iter_mut()
+        .zip(ids)
+        .map(|(st, id)| st.query([id]))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut heads = rows
+        .iter_mut()
+        .map(|r| next_point(r, cols))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut current = vec![0u64; ids.len()];
+    let mut fold = Fold {
+        s: ClassSeries {
+            pid,
+            device,
+            class,
+            peak: 0,
+            start: 0,
+            end: 0,
+            monotone: true,
+            ups: 0,
+            last_up: None,
+            steps: BTreeMap::new(),
+            columns: vec![(u64::MAX, 0); cols.len()],
+        },
+        life,
+        cols,
+        value: 0,
+        at: 0,
+    };
+    while let Some(i) = heads.iter().flatten().map(|h| h.0).min() {
+        for (k, head) in heads.iter_mut().enumerate() {
+            while let Some((_, v)) = head.filter(|h| h.0 == i) {
+                current[k] = v;
+                *head = next_point(&mut rows[k], cols)?;
+            }
+        }
+        fold.change(i, current.iter().fold(0u64, |a, b| a.saturating_add(*b)));
+    }
+    let mut s = fold.finish();
+    for c in &mut s.columns {
+        if c.0 > c.1 {
+            *c = (0, 0);
+        }
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fold(changes: &[(usize, u64)], life: Life, span: usize) -> ClassSeries {
+        let cols = Columns { first_id: 1, span };
+        let mut f = Fold {
+            s: ClassSeries {
+                pid: 1,
+                device: "d".into(),
+                class: MemClass::Host,
+                peak: 0,
+                start: 0,
+                end: 0,
+                monotone: true,
+                ups: 0,
+                last_up: None,
+                steps: BTreeMap::new(),
+                columns: vec![(u64::MAX, 0); cols.len()],
+            },
+            life,
+            cols,
+            value: 0,
+            at: 0,
+        };
+        for &(i, v) in changes {
+            f.change(i, v);
+        }
+        f.finish()
+    }
+
+    /// The dense series the fold stands for: filled forward, 0 before the first change and
+    /// after the life.
+    fn dense(changes: &[(usize, u64)], life: Life, span: usize) -> Vec<u64> {
+        let mut v = vec![0; span];
+        for &(i, x) in changes.iter().filter(|c| c.0 <= life.last) {
+            v[i..=life.last].iter_mut().for_each(|s| *s = x);
+        }
+        v
+    }
+
+    proptest! {
+        #[test]
+        fn fold_matches_the_dense_series(
+            span in 2usize..3000,
+            raw in proptest::collection::vec((0usize..3000, 0u64..6), 0..60),
+            a in 0usize..3000,
+            b in 0usize..3000,
+        ) {
+            let (first, last) = (a.min(b) % span, a.max(b) % span);
+            let life = Life { first: first.min(last), last: first.max(last) };
+            let mut changes: Vec<(usize, u64)> = raw.iter().map(|(i, x)| (i % span, x * (20 << 20))).collect();
+            changes.sort_by_key(|c| c.0);
+            changes.dedup_by_key(|c| c.0);
+            let s = fold(&changes, life, span);
+            let v = dense(&changes, life, span);
+            let lived = &v[life.first..=life.last];
+            prop_assert_eq!(s.peak, v.iter().copied().max().unwrap_or(0));
+            prop_assert_eq!((s.start, s.end), (lived[0], lived[lived.len() - 1]));
+            prop_assert_eq!(s.monotone, lived.windows(2).all(|w| w[1] >= w[0]));
+            let ups: Vec<(usize, u64)> = lived.windows(2).enumerate()
+                .filter(|(_, w)| w[1] > w[0] + MIN_STEP_BYTES)
+                .map(|(i, w)| (life.first + i + 1, w[1] - w[0])).collect();
+            prop_assert_eq!(s.ups, ups.len());
+            prop_assert_eq!(s.last_up, ups.last().map(|u| u.0));
+            for (size, step) in &s.steps {
+                let of: Vec<_> = ups.iter().filter(|u| u.1 == *size).collect();
+                prop_assert_eq!(step.count, of.len());
+                prop_assert_eq!(step.first, of[0].0);
+            }
+            let cols = Columns { first_id: 1, span };
+            let mut expect = vec![(u64::MAX, 0); cols.len()];
+            for (i, x) in v.iter().enumerate() {
+                let e = &mut expect[cols.of(i)];
+                *e = (e.0.min(*x), e.1.max(*x));
+            }
+            prop_assert_eq!(s.columns, expect);
+        }
+    }
+}
