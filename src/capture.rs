@@ -18,7 +18,7 @@ pub enum CaptureError {
     #[error(transparent)]
     Sample(#[from] SampleError),
     /// Writing the tree or the archive failed.
-    #[error("cannot write capture {path}: {source}")]
+    #[error("cannot write capture {path}")]
     Write {
         /// Where.
         path: PathBuf,

@@ -1,7 +1,15 @@
-//! Command-line definition (clap derive). Parsing only; `commands` does the work.
+//! Command-line definition (clap derive). Every value is parsed and range-checked here, in clap
+//! value parsers, so a bad value is a usage error (exit 2) before any work; `commands` does the
+//! work with typed values.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use gpuledger::sim::Scenario;
+use gpuledger::timeline::project::MAX_RANKS;
+use gpuledger::units::{parse_bytes, parse_duration, parse_interval, parse_size_spec, SizeSpec};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Shows, proves and prevents GPU-driver memory blowups.
 ///
@@ -20,7 +28,7 @@ pub struct Cli {
     pub proc_dir: Option<PathBuf>,
 
     /// Set a finding threshold, e.g. --threshold peer.min_bytes=512MiB (see --explain).
-    #[arg(long = "threshold", global = true, value_name = "NAME=VALUE")]
+    #[arg(long = "threshold", global = true, value_name = "NAME=VALUE", value_parser = threshold)]
     pub thresholds: Vec<String>,
 
     #[command(flatten)]
@@ -41,8 +49,8 @@ pub struct SnapshotArgs {
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
 
-    /// Explain a finding (peer_mirror, driver_held_host, host_pressure, evicted_to_host) and exit.
-    #[arg(long, value_name = "FINDING")]
+    /// Explain a finding kind (snapshot and timeline findings) and exit.
+    #[arg(long, value_name = "FINDING", value_parser = PossibleValuesParser::new(gpuledger::findings::EXPLAINED))]
     pub explain: Option<String>,
 }
 
@@ -77,15 +85,16 @@ pub enum Command {
     /// Prometheus / OpenMetrics exporter: /metrics, /healthz, /snapshot.json. Samples in the
     /// background; a scrape never costs a /proc scan.
     Serve {
-        /// Address to listen on (loopback by default; another address must be given explicitly).
-        #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
-        listen: std::net::SocketAddr,
-        /// Sampling interval.
-        #[arg(long, default_value = "5s", value_name = "DURATION")]
-        interval: String,
+        /// Address to listen on: HOST:PORT (host names resolve, e.g. localhost:9464), or :PORT for
+        /// every interface as Prometheus exporters do. Loopback by default.
+        #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT", value_parser = listen_addr)]
+        listen: SocketAddr,
+        /// Sampling interval (10ms or more).
+        #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_interval)]
+        interval: Duration,
         /// Fold processes with less resident GPU memory than this into pid="other".
-        #[arg(long, default_value = "64MiB", value_name = "SIZE")]
-        min_process_bytes: String,
+        #[arg(long, default_value = "64MiB", value_name = "SIZE", value_parser = parse_bytes)]
+        min_process_bytes: u64,
         /// Most per-process series; further processes are folded into pid="other".
         #[arg(long, default_value_t = 5000, value_name = "N")]
         max_series: usize,
@@ -123,29 +132,30 @@ pub enum Command {
     },
     /// Live terminal view: host memory, devices, processes, findings, sparklines.
     Top {
-        /// Refresh interval.
-        #[arg(long, default_value = "1s", value_name = "DURATION")]
-        interval: String,
+        /// Refresh interval (10ms or more).
+        #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_interval)]
+        interval: Duration,
     },
     /// Project the pinned host RAM a job would need at N ranks if every rank's segments are
     /// mirrored on its peers, and say at which rank count it stops fitting on this machine.
+    #[command(group(ArgGroup::new("basis").args(["from", "vram_per_rank"]).required(true)))]
     Project {
         /// Ranks to project to.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=i64::from(MAX_RANKS)))]
         ranks: u32,
         /// Take the per-peer mirror size from a recording (largest host-class bytes a rank held on
         /// a device other than its home).
         #[arg(long, value_name = "RECORDING", conflicts_with = "vram_per_rank")]
         from: Option<PathBuf>,
         /// Or give each rank's VRAM working set.
-        #[arg(long, value_name = "SIZE")]
-        vram_per_rank: Option<String>,
+        #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+        vram_per_rank: Option<u64>,
         /// Peers each rank's segments are mirrored on.
         #[arg(long, value_enum, default_value = "all")]
         peers: PeersArg,
         /// Host RAM to project against (default: this machine's MemTotal, minus what is in use).
-        #[arg(long, value_name = "SIZE")]
-        host_mem: Option<String>,
+        #[arg(long, value_name = "SIZE", value_parser = nonzero_bytes)]
+        host_mem: Option<u64>,
     },
     /// Record a command as given and once per control (an environment change such as a debug
     /// key or a device mask), then print the comparison and which control removes the effect.
@@ -162,11 +172,11 @@ pub enum Command {
         /// Directory for the recordings.
         #[arg(short, long, value_name = "DIR")]
         output: Option<PathBuf>,
-        /// Sampling interval.
-        #[arg(long, default_value = "500ms", value_name = "DURATION")]
-        interval: String,
+        /// Sampling interval (10ms or more).
+        #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_interval)]
+        interval: Duration,
         /// The command, after `--`.
-        #[arg(last = true, value_name = "CMD")]
+        #[arg(last = true, value_name = "CMD", required_unless_present = "list_controls")]
         command: Vec<String>,
     },
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
@@ -196,36 +206,49 @@ pub enum Command {
         /// Only these pids (default: every process holding GPU fds).
         #[arg(long = "pid", value_name = "PID")]
         pids: Vec<u32>,
+        /// Overwrite an existing output file.
+        #[arg(long)]
+        force: bool,
     },
+    /// Print a shell completion script: `gpuledger completions bash > /etc/bash_completion.d/gpuledger`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from this command line: `gpuledger man > gpuledger.1`.
+    #[command(hide = true)]
+    Man,
 }
 
 /// `simulate` options.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// ddp-peer-mirror, single-gpu, leak or amdgpu-tp.
-    pub scenario: String,
+    /// The scenario.
+    #[arg(value_parser = PossibleValuesParser::new(Scenario::ALL.map(Scenario::name)).try_map(scenario))]
+    pub scenario: Scenario,
     /// Directory to write the capture tree into.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Ranks (one GPU each); default from the scenario.
-    #[arg(long)]
+    /// Ranks (one GPU each, 1 to 64); default from the scenario.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub ranks: Option<u32>,
     /// Peer registrations pinned at once (eager, like compute-runtime 26.22) or bookkeeping only
     /// (deferred, like 26.05).
     #[arg(long, value_enum, default_value = "eager")]
     pub backing: BackingArg,
     /// Host RAM of the simulated machine.
-    #[arg(long, default_value = "64GiB", value_name = "SIZE")]
-    pub host_mem: String,
+    #[arg(long, default_value = "64GiB", value_name = "SIZE", value_parser = nonzero_bytes)]
+    pub host_mem: u64,
     /// Allocator segment sizes, comma-separated (default: six of the seed's 3,174,400 KiB).
-    #[arg(long, value_name = "SIZE,...")]
-    pub segments: Option<String>,
+    #[arg(long, value_name = "SIZE,...", value_delimiter = ',', value_parser = nonzero_bytes)]
+    pub segments: Vec<u64>,
     /// Simulate a kernel without GPUActive (before Linux 7.1): pins show only as unaccounted.
     #[arg(long)]
     pub no_gpu_accounting: bool,
     /// Keep rewriting the tree in place for this long as the job runs (e.g. 60s).
-    #[arg(long, value_name = "DURATION")]
-    pub live: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub live: Option<Duration>,
 }
 
 /// Backing modes.
@@ -239,13 +262,14 @@ pub enum BackingArg {
 
 /// `record` options.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("target").args(["command", "pids", "all"]).required(true)))]
 pub struct RecordArgs {
     /// Output recording (SQLite); default gpuledger-<time>.ledger.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Sampling interval.
-    #[arg(long, default_value = "500ms", value_name = "DURATION")]
-    pub interval: String,
+    /// Sampling interval (10ms or more).
+    #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_interval)]
+    pub interval: Duration,
     /// Attach to these pids (and their children) instead of running a command.
     #[arg(long = "pid", value_name = "PID", conflicts_with = "all")]
     pub pids: Vec<u32>,
@@ -253,8 +277,8 @@ pub struct RecordArgs {
     #[arg(long)]
     pub all: bool,
     /// Stop after this long (with --pid or --all; a command is recorded until it exits).
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
     /// The command to run and record, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -273,26 +297,27 @@ pub enum GuardAction {
 
 /// `guard` options.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("job").args(["command", "pids"]).required(true)))]
 pub struct GuardArgs {
-    /// Act when MemAvailable falls below this (a size, or a share of MemTotal).
-    #[arg(long, default_value = "10%", value_name = "SIZE|PCT")]
-    pub min_available: String,
+    /// Act when MemAvailable falls below this (a size, or a share of MemTotal from 0% to 100%).
+    #[arg(long, default_value = "10%", value_name = "SIZE|PCT", value_parser = parse_size_spec)]
+    pub min_available: SizeSpec,
     /// Act when driver-held host memory (GPUActive, nr_gpu_active, else unaccounted) passes this.
-    #[arg(long, value_name = "SIZE")]
-    pub max_driver_held: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_driver_held: Option<u64>,
     /// Act when the job's own processes hold more host-class GPU memory than this (GTT/system
     /// regions, KFD, NVIDIA pinned host memory).
-    #[arg(long, value_name = "SIZE")]
-    pub max_job_host_gpu: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_job_host_gpu: Option<u64>,
     /// What to do.
     #[arg(long, value_enum, default_value = "term")]
     pub action: GuardAction,
     /// Time between SIGTERM and SIGKILL.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub grace: String,
-    /// Sampling interval.
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub interval: String,
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Sampling interval (10ms or more).
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_interval)]
+    pub interval: Duration,
     /// Print one JSON event line per warning or action on stdout (for log shippers).
     #[arg(long)]
     pub json: bool,
@@ -320,4 +345,39 @@ pub enum PeersArg {
     All,
     /// Ring neighbours only.
     Ring,
+}
+
+/// A size that must be above zero (a machine's RAM, an allocator segment).
+fn nonzero_bytes(text: &str) -> Result<u64, String> {
+    match parse_bytes(text) {
+        Ok(0) => Err(format!("invalid size {text:?}: must be more than 0")),
+        Ok(b) => Ok(b),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Checks one `--threshold NAME=VALUE` so that a bad one is a usage error; the context applies it.
+fn threshold(text: &str) -> Result<String, gpuledger::findings::ThresholdError> {
+    gpuledger::findings::Thresholds::default().set(text)?;
+    Ok(text.to_string())
+}
+
+/// A scenario by name (the possible-values parser in front of it lists the names).
+fn scenario(name: String) -> Result<Scenario, String> {
+    Scenario::parse(&name).ok_or_else(|| format!("unknown scenario {name:?}"))
+}
+
+/// `--listen`: `HOST:PORT` (resolved through the system resolver, first address wins) or `:PORT`,
+/// which means every interface, as in Prometheus exporters' `--web.listen-address`.
+pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    let wanted = match text.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => text.to_string(),
+    };
+    let bad = |why: String| format!("invalid address {text:?}: {why}; write HOST:PORT or :PORT, e.g. 127.0.0.1:9464");
+    wanted
+        .to_socket_addrs()
+        .map_err(|e| bad(e.to_string()))?
+        .next()
+        .ok_or_else(|| bad("the name resolves to no address".into()))
 }

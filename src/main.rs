@@ -15,8 +15,17 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("gpuledger: {err:#}");
-            ExitCode::from(1)
+            ExitCode::from(exit_status(&err))
         }
+    }
+}
+
+/// 2 for a usage error (as clap exits for its own), 1 for anything that went wrong at run time.
+fn exit_status(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<commands::UsageError>().is_some() {
+        2
+    } else {
+        1
     }
 }
 

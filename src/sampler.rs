@@ -66,7 +66,7 @@ impl Default for SamplerOptions {
 #[derive(Debug, Error)]
 pub enum SampleError {
     /// The root has no readable `proc/`.
-    #[error("cannot list {root}/proc: {source}; is this a capture tree (see `gpuledger capture`) or the live machine?")]
+    #[error("cannot list {root}/proc; is this a capture tree (see `gpuledger capture`) or the live machine?")]
     NoProc {
         /// The root's label.
         root: String,

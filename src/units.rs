@@ -1,5 +1,7 @@
-//! Byte sizes and thresholds as users write them (`8GiB`, `512MiB`, `10%`) and as we print them.
+//! Byte sizes, shares and durations as users write them (`8GiB`, `512MiB`, `10%`, `500ms`) and as
+//! we print them. The command line parses through these once, in its value parsers.
 
+use std::time::Duration;
 use thiserror::Error;
 
 /// A size given on the command line: absolute bytes, or a share of a reference total.
@@ -21,51 +23,124 @@ impl SizeSpec {
     }
 }
 
-/// A size string that could not be understood.
+/// A size, share or duration that could not be understood.
 #[derive(Debug, Error, PartialEq)]
-#[error("invalid size {value:?}: expected a number with an optional unit (B, KiB, MiB, GiB, TiB) or a percentage such as 10%")]
-pub struct SizeError {
-    /// The text as given.
-    pub value: String,
+pub enum SizeError {
+    /// Not a number with a known unit.
+    #[error("invalid size {0:?}: expected a number with a unit B, KiB, MiB, GiB or TiB, e.g. 512MiB")]
+    Invalid(String),
+    /// A decimal unit (kB, MB, GB, TB), which people and tools read in two ways.
+    #[error("invalid size {value:?}: gpuledger uses binary units; write {suggest} (GiB = 2^30 bytes)")]
+    Decimal {
+        /// The text as given.
+        value: String,
+        /// The same number with the binary unit.
+        suggest: String,
+    },
+    /// A percentage outside 0–100.
+    #[error("invalid percentage {0:?}: give a share from 0% to 100%")]
+    PercentRange(String),
+    /// A percentage where only an absolute size makes sense.
+    #[error("invalid size {0:?}: this option takes an absolute size such as 24GiB, not a percentage")]
+    NotAbsolute(String),
+    /// A duration that did not parse or is too short.
+    #[error("invalid duration {value:?}: {why}; write it like 500ms, 1s or 2m")]
+    Duration {
+        /// The text as given.
+        value: String,
+        /// What was wrong.
+        why: String,
+    },
 }
 
-/// Parses `8GiB`, `512 MiB`, `4096`, `1.5GiB`, `10%`. K/M/G/T and KB/MB/GB are read as binary units.
+/// Parses `8GiB`, `512 MiB`, `4096`, `1.5GiB`, `10%`. Units are binary (B, KiB, MiB, GiB, TiB);
+/// decimal units (kB, MB, GB, TB) and bare K/M/G/T are refused with the binary spelling to use.
 pub fn parse_size_spec(text: &str) -> Result<SizeSpec, SizeError> {
-    let err = || SizeError {
-        value: text.to_string(),
-    };
     let t = text.trim();
     if let Some(p) = t.strip_suffix('%') {
-        let v: f64 = p.trim().parse().map_err(|_| err())?;
+        let v: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| SizeError::Invalid(text.to_string()))?;
         if !(0.0..=100.0).contains(&v) {
-            return Err(err());
+            return Err(SizeError::PercentRange(text.to_string()));
         }
         return Ok(SizeSpec::Percent(v));
+    }
+    parse_bytes(text).map(SizeSpec::Bytes)
+}
+
+/// Parses an absolute size (`24GiB`); a percentage is refused.
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
+    let err = || SizeError::Invalid(text.to_string());
+    let t = text.trim();
+    if t.ends_with('%') {
+        return Err(SizeError::NotAbsolute(text.to_string()));
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return Err(err()),
+    let unit = unit.trim();
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "kib" => 10,
+        "mib" => 20,
+        "gib" => 30,
+        "tib" => 40,
+        _ => return Err(decimal_hint(text, num, unit).unwrap_or_else(err)),
     };
     if num.is_empty() {
         return Err(err());
     }
+    let mult = 1u64 << shift;
     if let Ok(n) = num.parse::<u64>() {
-        return n.checked_mul(mult).map(SizeSpec::Bytes).ok_or_else(err);
+        return n.checked_mul(mult).ok_or_else(err);
     }
     let f: f64 = num.parse().map_err(|_| err())?;
     let bytes = f * mult as f64;
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
         return Err(err());
     }
-    Ok(SizeSpec::Bytes(bytes as u64))
+    Ok(bytes as u64)
+}
+
+/// The binary spelling for a decimal or ambiguous unit (`30GB`, `30G` → `30GiB`).
+fn decimal_hint(text: &str, num: &str, unit: &str) -> Option<SizeError> {
+    let prefix = match unit.to_ascii_lowercase().as_str() {
+        "k" | "kb" => "Ki",
+        "m" | "mb" => "Mi",
+        "g" | "gb" => "Gi",
+        "t" | "tb" => "Ti",
+        _ => return None,
+    };
+    (!num.is_empty()).then(|| SizeError::Decimal {
+        value: text.to_string(),
+        suggest: format!("{num}{prefix}B"),
+    })
+}
+
+/// Shortest sampling interval accepted: below it a sampler spins a core and measures itself.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Parses a duration such as `500ms`, `1s`, `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, SizeError> {
+    humantime::parse_duration(text.trim()).map_err(|e| SizeError::Duration {
+        value: text.to_string(),
+        why: e.to_string(),
+    })
+}
+
+/// Parses a sampling interval: a duration of at least [`MIN_INTERVAL`].
+pub fn parse_interval(text: &str) -> Result<Duration, SizeError> {
+    let d = parse_duration(text)?;
+    if d < MIN_INTERVAL {
+        return Err(SizeError::Duration {
+            value: text.to_string(),
+            why: "an interval must be 10ms or more".into(),
+        });
+    }
+    Ok(d)
 }
 
 /// Formats bytes for people: `0 B`, `512 B`, `16.0 KiB`, `8.5 GiB`.
@@ -88,12 +163,6 @@ pub fn human_opt(bytes: Option<u64>) -> String {
     bytes.map(human_bytes).unwrap_or_else(|| "-".to_string())
 }
 
-/// Parses a duration such as `500ms`, `1s`, `2m`.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("invalid duration {text:?}: {e}; write it like 500ms, 1s or 2m"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,12 +173,34 @@ mod tests {
         assert_eq!(parse_size_spec("8GiB"), Ok(SizeSpec::Bytes(8 << 30)));
         assert_eq!(parse_size_spec("512 MiB"), Ok(SizeSpec::Bytes(512 << 20)));
         assert_eq!(parse_size_spec("4096"), Ok(SizeSpec::Bytes(4096)));
-        assert_eq!(parse_size_spec("1.5G"), Ok(SizeSpec::Bytes(3 << 29)));
+        assert_eq!(parse_size_spec("1.5GiB"), Ok(SizeSpec::Bytes(3 << 29)));
         assert_eq!(parse_size_spec("10%"), Ok(SizeSpec::Percent(10.0)));
         assert!(parse_size_spec("10 parsecs").is_err());
-        assert!(parse_size_spec("150%").is_err());
+        assert_eq!(
+            parse_size_spec("150%"),
+            Err(SizeError::PercentRange("150%".into()))
+        );
         assert!(parse_size_spec("GiB").is_err());
         assert!(parse_size_spec("99999999999999999999TiB").is_err());
+    }
+
+    #[test]
+    fn refuses_decimal_units_with_the_binary_spelling() {
+        let e = parse_bytes("30GB").unwrap_err();
+        assert!(e.to_string().contains("binary units; write 30GiB"), "{e}");
+        assert!(matches!(parse_bytes("2G"), Err(SizeError::Decimal { .. })));
+        assert_eq!(
+            parse_bytes("10%"),
+            Err(SizeError::NotAbsolute("10%".into()))
+        );
+    }
+
+    #[test]
+    fn intervals_have_a_floor() {
+        assert_eq!(parse_interval("10ms"), Ok(MIN_INTERVAL));
+        assert!(parse_interval("0").is_err());
+        assert!(parse_interval("9ms").is_err());
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
     }
 
     #[test]

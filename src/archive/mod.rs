@@ -35,6 +35,7 @@ pub const MAX_ENTRIES: usize = 200_000;
 /// Most bytes of headers, long names and pax records read for one entry.
 pub const MAX_HEADER_BYTES: u64 = 64 << 10;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const BLOCK: u64 = 512;
 
 /// A capture archive that cannot be used.
@@ -116,7 +117,7 @@ fn refused(path: &Path, entry: &str, why: impl Into<String>) -> ArchiveError {
     }
 }
 
-/// Opens the archive, decompressing when its content (not its name) says zstd.
+/// Opens the archive, decompressing when its content (not its name) says zstd or gzip.
 fn open_stream(path: &Path) -> io::Result<Box<dyn Read>> {
     let mut file = File::open(path)?;
     let mut magic = [0u8; 4];
@@ -124,6 +125,8 @@ fn open_stream(path: &Path) -> io::Result<Box<dyn Read>> {
     let file = File::open(path)?;
     Ok(if n == 4 && magic == ZSTD_MAGIC {
         Box::new(zstd::Decoder::new(file)?)
+    } else if n >= 2 && magic[..2] == GZIP_MAGIC {
+        Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::new(file)))
     } else {
         Box::new(file)
     })

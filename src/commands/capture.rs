@@ -1,11 +1,19 @@
 //! `gpuledger capture`.
 
+use super::{Ctx, UsageError};
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(root: Option<&Path>, output: &Path, pids: Vec<u32>) -> Result<ExitCode> {
-    let root = super::open_root(root)?;
+pub fn run(ctx: &Ctx, output: &Path, pids: Vec<u32>, force: bool) -> Result<ExitCode> {
+    if !force && occupied(output) {
+        return Err(UsageError(format!(
+            "{} already exists; choose another -o, or pass --force to overwrite it",
+            output.display()
+        ))
+        .into());
+    }
+    let root = ctx.open_root()?;
     let pids = (!pids.is_empty()).then_some(pids);
     let summary = gpuledger::capture::capture(root, pids, output)
         .with_context(|| format!("capture to {}", output.display()))?;
@@ -18,4 +26,13 @@ pub fn run(root: Option<&Path>, output: &Path, pids: Vec<u32>) -> Result<ExitCod
         output.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A file, or a directory with something in it: a capture would overwrite or mix with it. An
+/// empty directory is a fine place for a capture tree.
+fn occupied(output: &Path) -> bool {
+    match std::fs::read_dir(output) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(_) => output.symlink_metadata().is_ok(),
+    }
 }

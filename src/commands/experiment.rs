@@ -18,7 +18,7 @@ pub fn run(
     repeat: u32,
     list: bool,
     output: Option<&Path>,
-    interval: &str,
+    interval: std::time::Duration,
     command: &[String],
     t: &Thresholds,
 ) -> Result<ExitCode> {
@@ -70,7 +70,7 @@ pub fn run(
             .with_context(|| format!("cannot create --root {}", r.display()))?;
     }
     let opts = RunOptions {
-        interval: super::record::interval(interval)?,
+        interval,
         duration: None,
         thresholds: t.clone(),
     };

@@ -10,7 +10,9 @@ use gpuledger::ledger::{Ledger, MemClass};
 use gpuledger::outputs::json::rfc3339;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sources::cgroup::{read_cgroup, read_proc_cgroup};
-use gpuledger::units::{human_bytes, parse_duration, parse_size_spec, SizeSpec};
+use gpuledger::root::Root;
+use gpuledger::sources::meminfo::{parse_meminfo, read_meminfo};
+use gpuledger::units::{human_bytes, SizeSpec};
 use rustix::process::Signal;
 use serde_json::json;
 use std::process::ExitCode;
@@ -39,31 +41,31 @@ struct State {
     killed: bool,
 }
 
-fn size_flag(text: Option<&str>, flag: &str) -> Result<Option<u64>> {
-    match text
-        .map(parse_size_spec)
-        .transpose()
-        .with_context(|| format!("in {flag}"))?
-    {
-        Some(SizeSpec::Bytes(b)) => Ok(Some(b)),
-        Some(SizeSpec::Percent(_)) => bail!("{flag} takes a size such as 24GiB"),
-        None => Ok(None),
-    }
-}
-
-fn settings(args: &GuardArgs) -> Result<Settings> {
-    let policy = Policy {
-        min_available: parse_size_spec(&args.min_available).context("in --min-available")?,
-        max_driver_held: size_flag(args.max_driver_held.as_deref(), "--max-driver-held")?,
-        max_job_host_gpu: size_flag(args.max_job_host_gpu.as_deref(), "--max-job-host-gpu")?,
-    };
-    if args.command.is_empty() == args.pids.is_empty() {
-        bail!("guard needs either -- CMD ARGS… or --pid PID…");
+/// The flags as typed by clap (sizes, durations, exactly one of CMD or --pid), checked against
+/// the machine: an absolute --min-available above MemTotal could never be met.
+fn settings(args: &GuardArgs, root: &Root) -> Result<Settings> {
+    if let SizeSpec::Bytes(min) = args.min_available {
+        let total = read_meminfo(root)
+            .ok()
+            .and_then(|m| parse_meminfo(&m).values.get("MemTotal").copied());
+        if let Some(total) = total.filter(|&t| min > t) {
+            return Err(super::UsageError(format!(
+                "--min-available {} is more than this machine's MemTotal ({}): guard would act at \
+                 once; give a smaller size or a share such as 10%",
+                human_bytes(min),
+                human_bytes(total)
+            ))
+            .into());
+        }
     }
     Ok(Settings {
-        policy,
-        grace: parse_duration(&args.grace).map_err(anyhow::Error::msg)?,
-        interval: parse_duration(&args.interval).map_err(anyhow::Error::msg)?,
+        policy: Policy {
+            min_available: args.min_available,
+            max_driver_held: args.max_driver_held,
+            max_job_host_gpu: args.max_job_host_gpu,
+        },
+        grace: args.grace,
+        interval: args.interval,
         action: args.action,
         json: args.json,
     })
@@ -113,9 +115,9 @@ fn sampler_options() -> SamplerOptions {
     }
 }
 
-pub fn run(root: Option<&std::path::Path>, args: &GuardArgs, t: &Thresholds) -> Result<ExitCode> {
-    let s = settings(args)?;
-    let root = super::open_root(root)?;
+pub fn run(ctx: &super::Ctx, args: &GuardArgs, t: &Thresholds) -> Result<ExitCode> {
+    let root = ctx.open_root()?;
+    let s = settings(args, &root)?;
     let live = root.is_live();
     let (mut job, mut target) = start(args)?;
     let roots: Vec<u32> = job

@@ -12,77 +12,105 @@ mod serve;
 mod show;
 mod simulate;
 mod snapshot;
+mod top;
 
 use crate::cli::{Cli, Command};
 use anyhow::{Context, Result};
+use clap::CommandFactory;
 use gpuledger::findings::Thresholds;
 use gpuledger::root::Root;
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// What every command gets from the global options, built once from the command line.
+pub struct Ctx {
+    /// `--root`: a capture tree or archive instead of the live machine.
+    pub root: Option<PathBuf>,
+    /// `--proc`: the host's /proc mounted elsewhere (containers).
+    pub proc_dir: Option<PathBuf>,
+    /// Finding thresholds with every `--threshold` applied.
+    pub thresholds: Thresholds,
+}
+
+impl Ctx {
+    /// Applies the global options; the values were already checked by clap's value parsers.
+    fn new(cli: &Cli) -> Result<Ctx> {
+        let mut thresholds = Thresholds::default();
+        for a in &cli.thresholds {
+            thresholds
+                .set(a)
+                .with_context(|| format!("in --threshold {a}"))?;
+        }
+        Ok(Ctx {
+            root: cli.root.clone(),
+            proc_dir: cli.proc_dir.clone(),
+            thresholds,
+        })
+    }
+
+    /// Opens `--root` (or the live machine), reading /proc from `--proc` when given.
+    pub fn open_root(&self) -> Result<Root> {
+        let root = match &self.root {
+            None => Root::live(),
+            Some(p) => Root::open(p).context("in --root")?,
+        };
+        let Some(dir) = &self.proc_dir else {
+            return Ok(root);
+        };
+        if !dir.join("self").exists() && !dir.join("1").exists() {
+            return Err(UsageError(format!(
+                "--proc {}: no procfs there (expected PATH/1 or PATH/self); mount the host's /proc, e.g. -v /proc:/host/proc:ro",
+                dir.display()
+            ))
+            .into());
+        }
+        Ok(root.with_proc(dir))
+    }
+}
+
+/// A value that parsed but cannot be used (conflicts with the machine or other options). `main`
+/// exits 2 for it, as clap does for its own usage errors.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    let thresholds = thresholds(&cli.thresholds)?;
-    let _ = PROC_DIR.set(cli.proc_dir.clone());
+    let ctx = Ctx::new(&cli)?;
+    let t = &ctx.thresholds;
     match cli.command {
-        None => snapshot::run(cli.root.as_deref(), &cli.snapshot, &thresholds),
-        Some(Command::Capture { output, pids }) => capture::run(cli.root.as_deref(), &output, pids),
-        Some(Command::Demo { keep }) => demo::run(keep.as_deref(), &thresholds),
+        None => snapshot::run(&ctx, &cli.snapshot),
+        Some(Command::Capture {
+            output,
+            pids,
+            force,
+        }) => capture::run(&ctx, &output, pids, force),
+        Some(Command::Demo { keep }) => demo::run(keep.as_deref(), t),
         Some(Command::Simulate(args)) => simulate::run(&args),
-        Some(Command::Record(args)) => record::run(cli.root.as_deref(), &args, &thresholds),
-        Some(Command::Guard(args)) => guard::run(cli.root.as_deref(), &args, &thresholds),
+        Some(Command::Record(args)) => record::run(&ctx, &args, t),
+        Some(Command::Guard(args)) => guard::run(&ctx, &args, t),
         Some(Command::Serve {
             listen,
             interval,
             min_process_bytes,
             max_series,
-        }) => serve::run(
-            cli.root.as_deref(),
-            listen,
-            &interval,
-            &min_process_bytes,
-            max_series,
-            thresholds,
-        ),
+        }) => serve::run(&ctx, listen, interval, min_process_bytes, max_series),
         Some(Command::Report {
             recordings,
             output,
             template,
             redact,
-        }) => report::run(
-            cli.root.as_deref(),
-            &recordings,
-            output.as_deref(),
-            template,
-            redact,
-            &thresholds,
-        ),
+        }) => report::run(&ctx, &recordings, output.as_deref(), template, redact, t),
         Some(Command::Plot { recordings, output }) => plot(&recordings, &output),
-        Some(Command::Top { interval }) => {
-            let interval =
-                gpuledger::units::parse_duration(&interval).map_err(anyhow::Error::msg)?;
-            let sampler = gpuledger::sampler::Sampler::new(
-                open_root(cli.root.as_deref())?,
-                gpuledger::sampler::Scope::All,
-                Default::default(),
-            );
-            gpuledger::outputs::top::run(sampler, interval, &thresholds).context("top")?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Some(Command::Top { interval }) => top::run(&ctx, interval),
         Some(Command::Project {
             ranks,
             from,
             vram_per_rank,
             peers,
             host_mem,
-        }) => project::run(
-            cli.root.as_deref(),
-            ranks,
-            from.as_deref(),
-            vram_per_rank.as_deref(),
-            peers,
-            host_mem.as_deref(),
-        ),
+        }) => project::run(&ctx, ranks, from.as_deref(), vram_per_rank, peers, host_mem),
         Some(Command::Experiment {
             controls,
             repeat,
@@ -91,17 +119,29 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             interval,
             command,
         }) => experiment::run(
-            cli.root.as_deref(),
+            ctx.root.as_deref(),
             &controls,
             repeat,
             list_controls,
             output.as_deref(),
-            &interval,
+            interval,
             &command,
-            &thresholds,
+            t,
         ),
         Some(Command::Show { file, json }) => show::run(&file, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
+        Some(Command::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "gpuledger", &mut out);
+            print(&String::from_utf8_lossy(&out))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man) => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            print(&String::from_utf8_lossy(&out))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -123,34 +163,6 @@ fn plot(files: &[std::path::PathBuf], output: &std::path::Path) -> Result<ExitCo
     );
     Ok(ExitCode::SUCCESS)
 }
-
-fn thresholds(assignments: &[String]) -> Result<Thresholds> {
-    let mut t = Thresholds::default();
-    for a in assignments {
-        t.set(a).with_context(|| format!("in --threshold {a}"))?;
-    }
-    Ok(t)
-}
-
-/// Opens `--root`, or the live machine.
-pub fn open_root(path: Option<&std::path::Path>) -> Result<Root> {
-    let root = match path {
-        None => Root::live(),
-        Some(p) => Root::open(p).context("in --root")?,
-    };
-    Ok(match PROC_DIR.get().and_then(|p| p.as_deref()) {
-        Some(dir) => {
-            if !dir.join("self").exists() && !dir.join("1").exists() {
-                anyhow::bail!("--proc {}: no procfs there (expected PATH/1 or PATH/self); mount the host's /proc, e.g. -v /proc:/host/proc:ro", dir.display());
-            }
-            root.with_proc(dir)
-        }
-        None => root,
-    })
-}
-
-/// `--proc`, set once from the command line.
-static PROC_DIR: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
 
 /// Writes to stdout; a closed pipe ends quietly (main treats BrokenPipe as success).
 pub fn print(text: &str) -> Result<()> {

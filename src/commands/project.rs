@@ -6,31 +6,20 @@ use gpuledger::ledger::Ledger;
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::timeline::peaks;
-use gpuledger::timeline::project::{
-    peers_per_rank, project, Outlook, Peers, ProjectError, MAX_RANKS,
-};
-use gpuledger::units::{human_bytes, parse_size_spec, SizeSpec};
+use gpuledger::timeline::project::{peers_per_rank, project, Outlook, Peers, MAX_RANKS};
+use gpuledger::units::human_bytes;
 use std::path::Path;
 use std::process::ExitCode;
 
-fn bytes(text: &str, what: &str) -> Result<u64> {
-    match parse_size_spec(text).with_context(|| format!("in {what}"))? {
-        SizeSpec::Bytes(b) => Ok(b),
-        SizeSpec::Percent(_) => bail!("{what} takes a size such as 16GiB"),
-    }
-}
-
+/// Runs `project`; clap has checked `ranks` (2 to MAX_RANKS) and that `from` or `vram` is given.
 pub fn run(
-    root: Option<&Path>,
+    ctx: &super::Ctx,
     ranks: u32,
     from: Option<&Path>,
-    vram: Option<&str>,
+    vram: Option<u64>,
     peers: PeersArg,
-    host_mem: Option<&str>,
+    host_mem: Option<u64>,
 ) -> Result<ExitCode> {
-    if !(2..=MAX_RANKS).contains(&ranks) {
-        return Err(ProjectError::Ranks(ranks).into());
-    }
     let peers = match peers {
         PeersArg::All => Peers::All,
         PeersArg::Ring => Peers::Ring,
@@ -52,17 +41,13 @@ pub fn run(
             }
             (m, format!("largest per-peer mirror in {}", f.display()))
         }
-        (None, Some(v)) => (bytes(v, "--vram-per-rank")?, "--vram-per-rank".to_string()),
+        (None, Some(v)) => (v, "--vram-per-rank".to_string()),
         (None, None) => bail!("project needs --from RECORDING or --vram-per-rank SIZE"),
     };
     let (total, in_use, against) = match host_mem {
-        Some(h) => (bytes(h, "--host-mem")?, 0, "--host-mem".to_string()),
+        Some(h) => (h, 0, "--host-mem".to_string()),
         None => {
-            let mut s = Sampler::new(
-                super::open_root(root)?,
-                Scope::All,
-                SamplerOptions::default(),
-            );
+            let mut s = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
             let l = Ledger::from_snapshot(&s.sample()?);
             let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
                 bail!("MemTotal/MemAvailable not readable: pass --host-mem");

@@ -1,18 +1,18 @@
 //! `gpuledger record`: run or attach, sample every interval into a recording, summarise.
 
 use crate::cli::RecordArgs;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
 use gpuledger::outputs::show;
 use gpuledger::recording::run::{record, RunOptions, Target};
 use gpuledger::timeline;
-use gpuledger::units::{human_bytes, parse_duration};
+use gpuledger::units::human_bytes;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 fn default_output() -> PathBuf {
     let t = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
@@ -22,31 +22,11 @@ fn default_output() -> PathBuf {
     ))
 }
 
-/// Parses --interval, refusing intervals too short to be useful.
-pub fn interval(text: &str) -> Result<Duration> {
-    let d = parse_duration(text).map_err(anyhow::Error::msg)?;
-    if d < Duration::from_millis(10) {
-        bail!("--interval {text} is too short; use 10ms or more");
-    }
-    Ok(d)
-}
-
-pub fn run(root: Option<&Path>, args: &RecordArgs, t: &Thresholds) -> Result<ExitCode> {
-    let modes = [!args.command.is_empty(), !args.pids.is_empty(), args.all]
-        .iter()
-        .filter(|m| **m)
-        .count();
-    if modes != 1 {
-        bail!("record needs exactly one of: -- CMD ARGS…, --pid PID…, --all");
-    }
+/// Runs `record`; clap has checked the interval and that exactly one target is given.
+pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCode> {
     let opts = RunOptions {
-        interval: interval(&args.interval)?,
-        duration: args
-            .duration
-            .as_deref()
-            .map(parse_duration)
-            .transpose()
-            .map_err(anyhow::Error::msg)?,
+        interval: args.interval,
+        duration: args.duration,
         thresholds: t.clone(),
     };
     let target = if !args.command.is_empty() {
@@ -68,7 +48,7 @@ pub fn run(root: Option<&Path>, args: &RecordArgs, t: &Thresholds) -> Result<Exi
     let output = args.output.clone().unwrap_or_else(default_output);
     let tty = std::io::stderr().is_terminal();
     let end = record(
-        super::open_root(root)?,
+        ctx.open_root()?,
         &target,
         &output,
         &opts,

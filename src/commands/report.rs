@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(
-    root: Option<&Path>,
+    ctx: &super::Ctx,
     files: &[PathBuf],
     output: Option<&Path>,
     template: TemplateArg,
@@ -29,7 +29,7 @@ pub fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     let mut sampler = Sampler::new(
-        super::open_root(root)?,
+        ctx.open_root()?,
         Scope::All,
         SamplerOptions::default(),
     );

@@ -1,37 +1,25 @@
 //! `gpuledger serve`.
 
-use anyhow::{bail, Context, Result};
-use gpuledger::findings::Thresholds;
+use super::Ctx;
+use anyhow::Result;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::serve::{serve, MetricsOptions, ServeOptions};
-use gpuledger::units::{parse_duration, parse_size_spec, SizeSpec};
 use std::net::SocketAddr;
-use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 pub fn run(
-    root: Option<&Path>,
+    ctx: &Ctx,
     listen: SocketAddr,
-    interval: &str,
-    min_process_bytes: &str,
+    interval: Duration,
+    min_process_bytes: u64,
     max_series: usize,
-    thresholds: Thresholds,
 ) -> Result<ExitCode> {
-    let interval = parse_duration(interval).map_err(anyhow::Error::msg)?;
-    let min_process_bytes =
-        match parse_size_spec(min_process_bytes).context("in --min-process-bytes")? {
-            SizeSpec::Bytes(b) => b,
-            SizeSpec::Percent(_) => bail!("--min-process-bytes takes a size such as 64MiB"),
-        };
-    let sampler = Sampler::new(
-        super::open_root(root)?,
-        Scope::All,
-        SamplerOptions::default(),
-    );
+    let sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let opts = ServeOptions {
         listen,
         interval,
-        thresholds,
+        thresholds: ctx.thresholds.clone(),
         metrics: MetricsOptions {
             min_process_bytes,
             max_process_series: max_series,

@@ -1,55 +1,30 @@
 //! `gpuledger simulate`.
 
 use crate::cli::{BackingArg, SimulateArgs};
-use anyhow::{bail, Context, Result};
-use gpuledger::sim::{Backing, LiveWriter, Scenario, SimParams, Simulation};
+use anyhow::{Context, Result};
+use gpuledger::sim::{Backing, LiveWriter, SimParams, Simulation};
 use gpuledger::tree_writer::TreeWriter;
-use gpuledger::units::{parse_duration, parse_size_spec, SizeSpec};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-fn size(text: &str, what: &str) -> Result<u64> {
-    match parse_size_spec(text).with_context(|| format!("in {what}"))? {
-        SizeSpec::Bytes(b) if b > 0 => Ok(b),
-        _ => bail!("{what}: {text:?} must be a size such as 64GiB"),
-    }
-}
-
+/// Runs `simulate`; clap has checked the scenario, the rank range and the sizes.
 pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
-    let Some(scenario) = Scenario::parse(&args.scenario) else {
-        let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
-        bail!(
-            "unknown scenario {:?}; known: {}",
-            args.scenario,
-            names.join(", ")
-        );
-    };
+    let scenario = args.scenario;
     let mut p = SimParams::new(scenario);
     if let Some(r) = args.ranks {
-        if r == 0 || r > 64 {
-            bail!("--ranks {r}: give 1 to 64");
-        }
         p.ranks = r;
     }
     p.backing = match args.backing {
         BackingArg::Eager => Backing::Eager,
         BackingArg::Deferred => Backing::Deferred,
     };
-    p.host_mem = size(&args.host_mem, "--host-mem")?;
-    if let Some(list) = &args.segments {
-        p.segments = list
-            .split(',')
-            .map(|s| size(s, "--segments"))
-            .collect::<Result<_>>()?;
+    p.host_mem = args.host_mem;
+    if !args.segments.is_empty() {
+        p.segments = args.segments.clone();
     }
     p.gpu_accounting = !args.no_gpu_accounting;
     p.apply_env(|k| std::env::var(k).ok());
-    let live = args
-        .live
-        .as_deref()
-        .map(parse_duration)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let live = args.live;
     if let Some(d) = live {
         p.duration_s = d.as_secs_f64().max(1.0);
     }

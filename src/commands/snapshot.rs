@@ -1,31 +1,28 @@
 //! The default command: one snapshot, as tables or JSON.
 
 use crate::cli::{FailOn, SnapshotArgs};
-use anyhow::{bail, Result};
-use gpuledger::findings::{self, Kind, Severity, Thresholds};
+use super::Ctx;
+use anyhow::Result;
+use gpuledger::findings::{self, Severity};
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::{json, table};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
-use std::path::Path;
 use std::process::ExitCode;
 
 /// Exit status when --fail-on matched.
 const EXIT_FINDING: u8 = 3;
 
-pub fn run(root: Option<&Path>, args: &SnapshotArgs, t: &Thresholds) -> Result<ExitCode> {
-    if let Some(name) = &args.explain {
-        let Some(kind) = Kind::parse(name) else {
-            let names: Vec<_> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-            bail!("unknown finding {name:?}; known: {}", names.join(", "));
-        };
-        super::print(kind.explain())?;
+pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
+    // clap's possible values for --explain are `findings::EXPLAINED`, each with a text.
+    if let Some(text) = args.explain.as_deref().and_then(findings::explain) {
+        super::print(text)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let root = super::open_root(root)?;
+    let root = ctx.open_root()?;
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let snap = sampler.sample()?;
     let ledger = Ledger::from_snapshot(&snap);
-    let found = findings::analyze(&ledger, t);
+    let found = findings::analyze(&ledger, &ctx.thresholds);
     if args.json {
         super::print(&json::render(&ledger, &found))?;
     } else {

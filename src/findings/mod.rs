@@ -100,6 +100,33 @@ impl Kind {
     }
 }
 
+/// Every finding kind `--explain` knows: the snapshot kinds, then the timeline kinds of `record`.
+pub const EXPLAINED: [&str; 9] = [
+    "peer_mirror",
+    "driver_held_host",
+    "host_pressure",
+    "evicted_to_host",
+    "over_reported",
+    "stepwise_growth",
+    "plateau",
+    "leak",
+    "released_on_exit",
+];
+
+/// What a finding kind (snapshot or timeline, by its snake_case name) means and what to do.
+pub fn explain(name: &str) -> Option<&'static str> {
+    if let Some(kind) = Kind::parse(name) {
+        return Some(kind.explain());
+    }
+    Some(match name {
+        "stepwise_growth" => include_str!("explain/stepwise_growth.txt"),
+        "plateau" => include_str!("explain/plateau.txt"),
+        "leak" => include_str!("explain/leak.txt"),
+        "released_on_exit" => include_str!("explain/released_on_exit.txt"),
+        _ => return None,
+    })
+}
+
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {

@@ -61,7 +61,7 @@ pub const PLOT_COLUMNS: usize = 1000;
 #[derive(Debug, Error)]
 pub enum RecordingError {
     /// SQLite failed.
-    #[error("recording {path}: {source}")]
+    #[error("recording {path}")]
     Sqlite {
         /// The file.
         path: String,

@@ -35,7 +35,7 @@ pub struct ServeOptions {
 #[derive(Debug, Error)]
 pub enum ServeError {
     /// Binding failed.
-    #[error("cannot listen on {addr}: {source}; pick another --listen address or port")]
+    #[error("cannot listen on {addr}; pick another --listen address or port")]
     Bind {
         /// The address.
         addr: SocketAddr,
@@ -43,7 +43,7 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// The runtime failed.
-    #[error("exporter: {0}")]
+    #[error("exporter")]
     Io(#[from] std::io::Error),
     /// The first sample failed.
     #[error(transparent)]

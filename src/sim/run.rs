@@ -15,7 +15,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum SimRunError {
     /// Writing the tree failed.
-    #[error("writing the simulated tree: {0}")]
+    #[error("writing the simulated tree")]
     Tree(#[from] std::io::Error),
     /// Opening it as a root failed.
     #[error(transparent)]

@@ -118,6 +118,6 @@ pub enum TopError {
     #[error(transparent)]
     Sample(#[from] SampleError),
     /// The terminal failed.
-    #[error("terminal: {0}")]
+    #[error("terminal")]
     Terminal(#[from] std::io::Error),
 }
