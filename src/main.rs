@@ -14,10 +14,20 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("gpuledger: {err:#}");
+            eprintln!("gpuledger: {}", printable(&format!("{err:#}")));
             ExitCode::from(exit_status(&err))
         }
     }
+}
+
+/// The message with control characters escaped, line by line: causes quote bytes from hostile
+/// input (a tar header's name in a library's error), and a terminal must not obey them.
+fn printable(message: &str) -> String {
+    message
+        .split('\n')
+        .map(gpuledger::outputs::safe_text::display_safe)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// 2 for a usage error (as clap exits for its own), 1 for anything that went wrong at run time.

@@ -130,7 +130,7 @@ fn metrics_carry_job_labels_only_when_present() {
 #[test]
 fn proc_option_reads_another_procfs_mount() {
     let out = run(&["--proc", "/no/such/proc"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--proc /no/such/proc: no procfs there"));
     let doc = json_of(&["--proc", "/proc", "--json"], 0);
     assert!(doc["root"].as_str().unwrap().contains("(proc: /proc)"));

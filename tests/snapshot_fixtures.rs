@@ -294,7 +294,7 @@ fn thresholds_are_configurable() {
         "--threshold",
         "peer.bogus=1",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown threshold \"peer.bogus\""));
 }
 
@@ -303,8 +303,8 @@ fn explain_and_errors_name_the_problem() {
     let text = stdout_of(&["--explain", "peer_mirror"], 0);
     assert!(text.contains("EnableDeferBacking=0"));
     let out = run(&["--explain", "nonsense"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("known: peer_mirror"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("possible values: peer_mirror"));
     let out = run(&["--root", "/no/such/capture"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
