@@ -134,5 +134,6 @@ fn project_matches_hand_computed_cases() {
         "{from}"
     );
     let none = run(&["project", "--ranks", "2"]);
-    assert!(String::from_utf8_lossy(&none.stderr).contains("--from RECORDING or --vram-per-rank"));
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("--from <RECORDING>|--vram-per-rank"));
 }

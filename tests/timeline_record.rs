@@ -287,7 +287,8 @@ fn simulate_writes_a_tree_the_snapshot_reads() {
         "4 ranks, written just before they die"
     );
     let bad = run(&["simulate", "nope", "--out", dir.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("known: ddp-peer-mirror"));
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values: ddp-peer-mirror"));
 }
 
 #[test]
