@@ -57,11 +57,13 @@ pub fn record(
     };
     let mut rec = Recorder::create(out, &meta)?;
     let mut died = false;
+    let mut job_end = None;
     for i in 0..=samples {
         let t_s = p.duration_s * f64::from(i) / f64::from(samples);
         let state = sim.state_at(t_s);
         died |= state.died;
         writer.write(&state)?;
+        job_end = job_end.or(state.job_end);
         step(
             &mut sampler,
             &mut rec,
@@ -72,9 +74,9 @@ pub fn record(
     let end = start_ms + (p.duration_s * 1000.0) as u64;
     if died {
         rec.set_meta("note", "job died: host memory exhausted by pinned pages")?;
-        rec.finish(end, None, Some(9))?;
-    } else {
-        rec.finish(end, Some(0), None)?;
     }
+    // The launcher's status as the tree's job end says (torchrun exits 1 when a rank died).
+    let exit = job_end.as_ref().map_or(Some(0), |e| e.exit_code);
+    rec.finish(end, exit, job_end.and_then(|e| e.signal))?;
     Ok(())
 }
