@@ -169,6 +169,7 @@ pub fn capture_tree(
         )
         .map_err(werr)?;
     }
+    carry_end_evidence(root, &w).map_err(werr)?;
     if !snap.nvml.is_empty() {
         let json = serde_json::to_string_pretty(&snap.nvml).expect("plain data");
         w.file(layout::NVML, json + "\n")
@@ -212,6 +213,24 @@ pub fn capture(
         source,
     })?;
     Ok(summary)
+}
+
+/// A captured or simulated root's kernel log and job end travel with it, so a capture of a tree
+/// where a job died still shows how. (The live machine's log is not captured: it may hold more
+/// than GPU facts.) An unreadable log or job end is left out, as a vanished process is.
+fn carry_end_evidence(root: &Root, w: &TreeWriter) -> io::Result<()> {
+    if root.is_live() {
+        return Ok(());
+    }
+    if let Ok(records) = crate::sources::kmsg::CapturedKmsg::new().read_new(root) {
+        if !records.is_empty() {
+            w.kmsg(&records)?;
+        }
+    }
+    if let Ok(Some(end)) = crate::sim::read_job_end(root) {
+        w.job_end(Some(&end))?;
+    }
+    Ok(())
 }
 
 /// A stable KFD gpu_id for a slot in a capture (the real ids are not kept, only the mapping).

@@ -553,4 +553,38 @@ mod tests {
         let s = Simulation::new(p).state_at(45.0);
         assert!(s.processes.iter().all(|p| p.fds.len() <= 1));
     }
+
+    #[test]
+    fn eight_ranks_die_at_the_first_segment_and_leave_evidence() {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.ranks = 8;
+        let sim = Simulation::new(p);
+        assert_eq!(sim.death_t(), Some(6.0), "the first segment, at 10 % of 60 s");
+        assert_eq!(sim.snapshot_t(), 6.0);
+        let before = sim.state_at(5.9);
+        assert!(before.kernel_log.is_empty() && before.job_end.is_none());
+        assert_eq!(before.processes.len(), 9);
+        let after = sim.state_at(6.0);
+        assert!(after.died && after.processes.is_empty());
+        let failures = after
+            .kernel_log
+            .iter()
+            .filter(|r| r.message.contains("page allocation failure: order:0"))
+            .count();
+        assert_eq!(failures, 8);
+        let end = after.job_end.unwrap();
+        assert_eq!((end.outcome, end.exit_code), (JobOutcome::HostMemoryExhausted, Some(1)));
+        assert!(end.output_tail.iter().any(|l| l.contains(death::RUNTIME_ERROR)));
+    }
+
+    #[test]
+    fn a_job_that_finishes_exits_zero_with_an_empty_kernel_log() {
+        let sim = Simulation::new(SimParams::new(Scenario::DdpPeerMirror));
+        assert_eq!(sim.death_t(), None);
+        assert_eq!(sim.state_at(45.0).job_end, None);
+        let done = sim.state_at(59.0);
+        let end = done.job_end.unwrap();
+        assert_eq!((end.outcome, end.exit_code, end.end_s), (JobOutcome::Exited, Some(0), 54.0));
+        assert!(done.kernel_log.is_empty());
+    }
 }

@@ -96,9 +96,11 @@ impl LiveWriter {
     /// The kernel log and the job's end, rewritten only when they change (a reader tailing
     /// `dev/kmsg` then re-reads it only when there is something new).
     fn end_evidence(&mut self, state: &SimState) -> io::Result<()> {
-        if self.kmsg_written != Some(state.kernel_log.len()) {
+        // No file until the kernel has logged something: a missing log reads as an empty one.
+        let logged = state.kernel_log.len();
+        if logged > 0 && self.kmsg_written != Some(logged) {
             self.w.kmsg(&state.kernel_log)?;
-            self.kmsg_written = Some(state.kernel_log.len());
+            self.kmsg_written = Some(logged);
         }
         if self.job_ended != Some(state.job_end.is_some()) {
             self.w.job_end(state.job_end.as_ref())?;

@@ -386,4 +386,47 @@ usb 1-2: new high-speed USB device number 3 using xhci_hcd
         );
         assert_eq!(parse_record("garbage"), None);
     }
+
+    #[test]
+    fn saved_logs_round_trip_and_skip_garbage() {
+        let text = "6,7,100,-;xe 0000:03:00.0: [drm] GT0: reset\n SUBSYSTEM=pci\n DEVICE=+pci:0000:03:00.0\n\
+not a record\n ORPHAN=dropped\n4,8,200,-;python3: page allocation failure: order:0\n";
+        let records = parse_log(text);
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].dict.len(), 2, "the orphaned continuation is not attached");
+        let printed: String = records.iter().map(|r| r.to_string()).collect();
+        assert_eq!(parse_log(&printed), records);
+        let hostile = KmsgRecord {
+            prio: 4,
+            seq: 1,
+            usec: 1,
+            message: "two\nlines".into(),
+            dict: Vec::new(),
+        };
+        assert_eq!(hostile.to_string(), "4,1,1,-;two\\x0alines\n");
+    }
+
+    #[test]
+    fn captured_log_is_tailed_by_sequence_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let mut tail = CapturedKmsg::new();
+        assert!(tail.read_new(&root).unwrap().is_empty(), "no file yet");
+        std::fs::create_dir_all(dir.path().join("dev")).unwrap();
+        let log = |recs: &[(u64, &str)]| -> String {
+            recs.iter().map(|(s, m)| format!("4,{s},{s}00,-;{m}\n")).collect()
+        };
+        let kmsg = dir.path().join("dev/kmsg");
+        std::fs::write(&kmsg, log(&[(5, "a"), (6, "b")])).unwrap();
+        assert_eq!(tail.read_new(&root).unwrap().len(), 2);
+        std::fs::write(&kmsg, log(&[(5, "a"), (6, "b"), (7, "c")])).unwrap();
+        let new = tail.read_new(&root).unwrap();
+        assert_eq!(new.iter().map(|r| r.seq).collect::<Vec<_>>(), [7]);
+        assert!(tail.read_new(&root).unwrap().is_empty());
+        std::fs::write(&kmsg, log(&[(1, "restarted")])).unwrap();
+        assert_eq!(tail.read_new(&root).unwrap()[0].message, "restarted");
+        std::fs::remove_file(&kmsg).unwrap();
+        std::fs::create_dir(&kmsg).unwrap();
+        assert!(tail.read_new(&root).is_err(), "a directory is not a log");
+    }
 }
