@@ -172,8 +172,7 @@ pub fn capture_tree(
     carry_end_evidence(root, &w).map_err(werr)?;
     if !snap.nvml.is_empty() {
         let json = serde_json::to_string_pretty(&snap.nvml).expect("plain data");
-        w.file(layout::NVML, json + "\n")
-            .map_err(werr)?;
+        w.file(layout::NVML, json + "\n").map_err(werr)?;
     }
     let summary = CaptureSummary {
         processes: snap.processes.len(),

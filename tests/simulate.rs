@@ -38,14 +38,20 @@ fn eight_eager_ranks_leave_a_dead_job_with_its_evidence() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("the job died at 6.0 s"), "{err}");
-    assert_eq!(pids(&tree), Vec::<String>::new(), "ranks and torchrun are gone");
+    assert_eq!(
+        pids(&tree),
+        Vec::<String>::new(),
+        "ranks and torchrun are gone"
+    );
 
     let root = Root::open(&tree).unwrap();
     let evidence = kernel_evidence(&root).unwrap();
     assert_eq!(evidence.len(), 8, "one failure per rank: {evidence:?}");
     for (kind, r) in &evidence {
         assert_eq!(*kind, KernelEvent::PageAllocationFailure);
-        assert!(r.message.starts_with("python3: page allocation failure: order:0, mode:0x"));
+        assert!(r
+            .message
+            .starts_with("python3: page allocation failure: order:0, mode:0x"));
     }
     let text = std::fs::read_to_string(tree.join("dev/kmsg")).unwrap();
     let records = parse_log(&text);
@@ -124,7 +130,11 @@ fn a_non_empty_out_is_refused_and_force_replaces_only_inside() {
     assert!(tree.join("notes.txt").exists(), "refused means untouched");
 
     let out = simulate(&["single-gpu", "--force"], &tree);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!tree.join("notes.txt").exists() && !tree.join("link").exists());
     assert_eq!(
         std::fs::read_to_string(outside.join("sub/precious")).unwrap(),
@@ -142,7 +152,10 @@ fn listing(dir: &Path, rel: &Path, out: &mut Vec<(String, Vec<u8>)>) {
         let path = dir.join(&r);
         let meta = std::fs::symlink_metadata(&path).unwrap();
         let bytes = if meta.file_type().is_symlink() {
-            std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()
+            std::fs::read_link(&path)
+                .unwrap()
+                .into_os_string()
+                .into_encoded_bytes()
         } else if meta.is_dir() {
             listing(dir, &r, out);
             continue;
@@ -176,7 +189,11 @@ fn capture_of_a_simulated_tree_writes_the_same_layout() {
             "-o",
             cap.to_str().unwrap(),
         ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         listing(&sim, Path::new(""), &mut a);
         listing(&cap, Path::new(""), &mut b);

@@ -132,7 +132,10 @@ pub(super) fn output_tail(f: &Failure) -> Vec<String> {
         "  rank      : 0 (local_rank: 0)   exitcode  : 1 (pid: {})",
         f.first_pid
     ));
-    out.push(format!("torchrun (pid {}) exited with status 1", f.launcher));
+    out.push(format!(
+        "torchrun (pid {}) exited with status 1",
+        f.launcher
+    ));
     let skip = out.len().saturating_sub(TAIL_LINES);
     out.split_off(skip)
 }

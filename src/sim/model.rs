@@ -322,7 +322,8 @@ impl Simulation {
         } else {
             JOB_END
         };
-        let died = self.death.is_some_and(|d| frac >= d);
+        // In seconds, as `death_t` gives it, so `state_at(death_t())` is the dead state.
+        let died = self.death_t().is_some_and(|d| t_s >= d);
         let job_running = !died && frac < end;
         let segs = self.segments_by(frac);
         let devices: Vec<DeviceInfo> = (0..p.ranks).map(|i| self.device(i)).collect();
@@ -559,7 +560,11 @@ mod tests {
         let mut p = SimParams::new(Scenario::DdpPeerMirror);
         p.ranks = 8;
         let sim = Simulation::new(p);
-        assert_eq!(sim.death_t(), Some(6.0), "the first segment, at 10 % of 60 s");
+        assert_eq!(
+            sim.death_t(),
+            Some(6.0),
+            "the first segment, at 10 % of 60 s"
+        );
         assert_eq!(sim.snapshot_t(), 6.0);
         let before = sim.state_at(5.9);
         assert!(before.kernel_log.is_empty() && before.job_end.is_none());
@@ -573,8 +578,14 @@ mod tests {
             .count();
         assert_eq!(failures, 8);
         let end = after.job_end.unwrap();
-        assert_eq!((end.outcome, end.exit_code), (JobOutcome::HostMemoryExhausted, Some(1)));
-        assert!(end.output_tail.iter().any(|l| l.contains(death::RUNTIME_ERROR)));
+        assert_eq!(
+            (end.outcome, end.exit_code),
+            (JobOutcome::HostMemoryExhausted, Some(1))
+        );
+        assert!(end
+            .output_tail
+            .iter()
+            .any(|l| l.contains(death::RUNTIME_ERROR)));
     }
 
     #[test]
@@ -584,7 +595,10 @@ mod tests {
         assert_eq!(sim.state_at(45.0).job_end, None);
         let done = sim.state_at(59.0);
         let end = done.job_end.unwrap();
-        assert_eq!((end.outcome, end.exit_code, end.end_s), (JobOutcome::Exited, Some(0), 54.0));
+        assert_eq!(
+            (end.outcome, end.exit_code, end.end_s),
+            (JobOutcome::Exited, Some(0), 54.0)
+        );
         assert!(done.kernel_log.is_empty());
     }
 }

@@ -393,7 +393,11 @@ usb 1-2: new high-speed USB device number 3 using xhci_hcd
 not a record\n ORPHAN=dropped\n4,8,200,-;python3: page allocation failure: order:0\n";
         let records = parse_log(text);
         assert_eq!(records.len(), 2);
-        assert_eq!(records[0].dict.len(), 2, "the orphaned continuation is not attached");
+        assert_eq!(
+            records[0].dict.len(),
+            2,
+            "the orphaned continuation is not attached"
+        );
         let printed: String = records.iter().map(|r| r.to_string()).collect();
         assert_eq!(parse_log(&printed), records);
         let hostile = KmsgRecord {
@@ -414,7 +418,9 @@ not a record\n ORPHAN=dropped\n4,8,200,-;python3: page allocation failure: order
         assert!(tail.read_new(&root).unwrap().is_empty(), "no file yet");
         std::fs::create_dir_all(dir.path().join("dev")).unwrap();
         let log = |recs: &[(u64, &str)]| -> String {
-            recs.iter().map(|(s, m)| format!("4,{s},{s}00,-;{m}\n")).collect()
+            recs.iter()
+                .map(|(s, m)| format!("4,{s},{s}00,-;{m}\n"))
+                .collect()
         };
         let kmsg = dir.path().join("dev/kmsg");
         std::fs::write(&kmsg, log(&[(5, "a"), (6, "b")])).unwrap();
