@@ -234,3 +234,20 @@ fn capture_of_a_simulated_tree_writes_the_same_layout() {
         );
     }
 }
+
+#[test]
+fn a_simulated_recording_of_a_death_keeps_the_kernel_log_and_exit_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut p = gpuledger::sim::SimParams::new(gpuledger::sim::Scenario::DdpPeerMirror);
+    p.ranks = 8;
+    let sim = gpuledger::sim::Simulation::new(p);
+    let ledger = tmp.path().join("eight.ledger");
+    let t = gpuledger::findings::Thresholds::default();
+    gpuledger::sim::run::record(&sim, &tmp.path().join("tree"), &ledger, 30, &t).unwrap();
+    let out = stdout_of(&["show", ledger.to_str().unwrap()], 0);
+    assert!(out.contains("exit 1"), "{out}");
+    assert!(
+        out.contains("Kernel log (8 page-allocation failures, 0 OOM kills, 0 driver lines)"),
+        "only the failures' headlines are evidence, not their stacks:\n{out}"
+    );
+}

@@ -7,6 +7,7 @@ use crate::recording::session::{step, StepError};
 use crate::recording::{Recorder, RecordingError, RecordingMeta};
 use crate::root::{Root, RootError};
 use crate::sampler::{Sampler, SamplerOptions, Scope};
+use crate::sources::kmsg::{KernelLog, KmsgError};
 use crate::tree_writer::TreeWriter;
 use std::path::Path;
 use thiserror::Error;
@@ -26,6 +27,9 @@ pub enum SimRunError {
     /// The recording could not be created or finished.
     #[error(transparent)]
     Recording(#[from] RecordingError),
+    /// The tree's kernel log could not be read.
+    #[error(transparent)]
+    Kernel(#[from] KmsgError),
 }
 
 /// Simulates `sim` in `samples` steps over its duration into the tree `dir` (left in its final
@@ -41,7 +45,9 @@ pub fn record(
     let mut writer = LiveWriter::new(TreeWriter::new(dir)?, p.scenario.name())?;
     let start_ms = 1_800_000_000_000u64;
     writer.write(&sim.state_at(0.0))?;
-    let mut sampler = Sampler::new(Root::open(dir)?, Scope::All, SamplerOptions::default());
+    let root = Root::open(dir)?;
+    let mut klog = KernelLog::open(&root);
+    let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let meta = RecordingMeta {
         command: vec![format!(
             "simulate {} --ranks {} --backing {:?}",
@@ -70,6 +76,9 @@ pub fn record(
             t,
             Some(start_ms + (t_s * 1000.0) as u64),
         )?;
+        if let Some(k) = klog.as_mut() {
+            rec.add_kernel(&k.read_new(sampler.root())?)?;
+        }
     }
     let end = start_ms + (p.duration_s * 1000.0) as u64;
     if died {
