@@ -71,6 +71,19 @@ fn eight_eager_ranks_leave_a_dead_job_with_its_evidence() {
 
     let doc = json_of(&["--root", tree.to_str().unwrap(), "--json"], 0);
     assert!(doc["processes"].as_array().unwrap().is_empty());
+
+    // The evidence travels in a capture archive too.
+    let archive = tmp.path().join("eight.tar.zst");
+    let t = tree.to_str().unwrap();
+    let out = run(&["--root", t, "capture", "-o", archive.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let packed = Root::open(&archive).unwrap();
+    assert_eq!(kernel_evidence(&packed).unwrap().len(), 8);
+    assert_eq!(read_job_end(&packed).unwrap(), Some(end));
 }
 
 #[test]
