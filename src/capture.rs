@@ -5,7 +5,7 @@
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
 use crate::sources::{meminfo, proc_pid};
-use crate::tree_writer::TreeWriter;
+use crate::tree_writer::{layout, ProcEntry, TreeWriter};
 use serde::Serialize;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -67,10 +67,10 @@ pub fn capture_tree(
     let root = sampler.root();
     let w = TreeWriter::new(dest).map_err(werr)?;
     for (rel, text) in [
-        ("proc/meminfo", meminfo::read_meminfo(root)),
-        ("proc/vmstat", meminfo::read_vmstat(root)),
-        ("proc/version", meminfo::read_version(root)),
-        ("etc/os-release", root.read_string("etc/os-release")),
+        (layout::MEMINFO, meminfo::read_meminfo(root)),
+        (layout::VMSTAT, meminfo::read_vmstat(root)),
+        (layout::VERSION, meminfo::read_version(root)),
+        (layout::OS_RELEASE, root.read_string("etc/os-release")),
     ] {
         if let Ok(t) = text {
             w.file(rel, t).map_err(werr)?;
@@ -81,25 +81,18 @@ pub fn capture_tree(
     }
     let mut drm_fds = 0;
     for p in &snap.processes {
-        let dir = format!("proc/{}", p.pid);
-        w.file(format!("{dir}/comm"), format!("{}\n", p.comm))
-            .map_err(werr)?;
-        w.file(format!("{dir}/cmdline"), nul_joined(&p.cmdline))
-            .map_err(werr)?;
-        let env: Vec<String> = p.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        w.file(format!("{dir}/environ"), nul_joined(&env))
-            .map_err(werr)?;
-        let mut status = format!("Name:\t{}\n", p.comm);
-        if let Some(pp) = p.ppid {
-            status.push_str(&format!("PPid:\t{pp}\n"));
-        }
-        if !p.nspid.is_empty() {
-            let ns: Vec<String> = p.nspid.iter().map(u32::to_string).collect();
-            status.push_str(&format!("NSpid:\t{}\n", ns.join("\t")));
-        }
-        w.file(format!("{dir}/status"), status).map_err(werr)?;
+        let env: Vec<(String, String)> = p.env.clone().into_iter().collect();
+        w.process(&ProcEntry {
+            pid: p.pid,
+            comm: &p.comm,
+            cmdline: &p.cmdline,
+            env: &env,
+            ppid: p.ppid,
+            nspid: &p.nspid,
+        })
+        .map_err(werr)?;
         if let Some(cg) = &p.cgroup {
-            w.file(format!("{dir}/cgroup"), format!("0::{cg}\n"))
+            w.file(layout::proc_file(p.pid, "cgroup"), format!("0::{cg}\n"))
                 .map_err(werr)?;
         }
         if let Some(b) = p.pinned_shmem.filter(|b| *b > 0) {
@@ -108,33 +101,28 @@ pub fn capture_tree(
                 "7f0000000000-7f0000001000 rw-s 00000000 00:01 1 /dev/zero (deleted)\nRss: {} kB\n",
                 b / 1024
             );
-            w.file(format!("{dir}/smaps"), smaps).map_err(werr)?;
+            w.file(layout::proc_file(p.pid, "smaps"), smaps)
+                .map_err(werr)?;
         }
         for (slot, bytes) in &p.kfd_vram {
-            w.file(
-                format!("sys/class/kfd/kfd/proc/{}/vram_{}", p.pid, kfd_id(slot)),
-                format!("{bytes}\n"),
-            )
-            .map_err(werr)?;
+            w.file(layout::kfd_vram(p.pid, kfd_id(slot)), format!("{bytes}\n"))
+                .map_err(werr)?;
         }
         for g in &p.other_gpu_fds {
-            w.symlink(format!("{dir}/fd/{}", g.fd), &g.path)
-                .map_err(werr)?;
+            w.fd(p.pid, g.fd, &g.path, None).map_err(werr)?;
         }
         for f in &p.drm {
             // Verbatim: read again rather than re-print the parsed form.
             let Ok(raw) = proc_pid::read_fdinfo(root, p.pid, f.fd) else {
                 continue;
             };
-            w.symlink(format!("{dir}/fd/{}", f.fd), &f.path)
-                .map_err(werr)?;
-            w.file(format!("{dir}/fdinfo/{}", f.fd), raw)
+            w.fd(p.pid, f.fd, &f.path, Some(raw.as_bytes()))
                 .map_err(werr)?;
             drm_fds += 1;
         }
     }
     for c in &snap.cgroups {
-        let dir = format!("sys/fs/cgroup{}", c.path);
+        let dir = layout::cgroup_dir(&c.path);
         let dmem = |m: &std::collections::BTreeMap<String, u64>| {
             m.iter()
                 .map(|(k, v)| format!("{k} {v}\n"))
@@ -163,7 +151,7 @@ pub fn capture_tree(
             .iter()
             .map(|(k, v)| format!("{k} {v}\n"))
             .collect();
-        w.file("sys/fs/cgroup/dmem.capacity", text).map_err(werr)?;
+        w.file(layout::DMEM_CAPACITY, text).map_err(werr)?;
     }
     let kfd_slots: std::collections::BTreeSet<&String> = snap
         .processes
@@ -171,7 +159,7 @@ pub fn capture_tree(
         .flat_map(|p| p.kfd_vram.iter().map(|(s, _)| s))
         .collect();
     for (n, slot) in kfd_slots.into_iter().enumerate() {
-        let node = format!("sys/class/kfd/kfd/topology/nodes/{}", n + 1);
+        let node = layout::kfd_node(n + 1);
         w.file(format!("{node}/gpu_id"), format!("{}\n", kfd_id(slot)))
             .map_err(werr)?;
         let (domain, loc) = pci_location(slot);
@@ -181,10 +169,10 @@ pub fn capture_tree(
         )
         .map_err(werr)?;
     }
+    carry_end_evidence(root, &w).map_err(werr)?;
     if !snap.nvml.is_empty() {
         let json = serde_json::to_string_pretty(&snap.nvml).expect("plain data");
-        w.file(crate::sources::nvml::CAPTURE_FILE, json + "\n")
-            .map_err(werr)?;
+        w.file(layout::NVML, json + "\n").map_err(werr)?;
     }
     let summary = CaptureSummary {
         processes: snap.processes.len(),
@@ -199,9 +187,7 @@ pub fn capture_tree(
         page_size: snap.page_size,
         summary: &summary,
     };
-    let json = serde_json::to_string_pretty(&manifest).expect("plain data serialises");
-    w.file("gpuledger-capture.json", json + "\n")
-        .map_err(werr)?;
+    w.manifest(&manifest).map_err(werr)?;
     Ok(summary)
 }
 
@@ -228,6 +214,24 @@ pub fn capture(
     Ok(summary)
 }
 
+/// A captured or simulated root's kernel log and job end travel with it, so a capture of a tree
+/// where a job died still shows how. (The live machine's log is not captured: it may hold more
+/// than GPU facts.) An unreadable log or job end is left out, as a vanished process is.
+fn carry_end_evidence(root: &Root, w: &TreeWriter) -> io::Result<()> {
+    if root.is_live() {
+        return Ok(());
+    }
+    if let Ok(records) = crate::sources::kmsg::CapturedKmsg::new().read_new(root) {
+        if !records.is_empty() {
+            w.kmsg(&records)?;
+        }
+    }
+    if let Ok(Some(end)) = crate::sim::read_job_end(root) {
+        w.job_end(Some(&end))?;
+    }
+    Ok(())
+}
+
 /// A stable KFD gpu_id for a slot in a capture (the real ids are not kept, only the mapping).
 fn kfd_id(slot: &str) -> u32 {
     let (domain, loc) = pci_location(slot);
@@ -245,13 +249,4 @@ fn pci_location(slot: &str) -> (u32, u32) {
         }
         _ => (0, 0),
     }
-}
-
-fn nul_joined(items: &[String]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in items {
-        out.extend_from_slice(i.as_bytes());
-        out.push(0);
-    }
-    out
 }

@@ -249,6 +249,9 @@ pub struct SimulateArgs {
     /// Keep rewriting the tree in place for this long as the job runs (e.g. 60s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub live: Option<Duration>,
+    /// Replace what a non-empty --out directory holds (otherwise it is refused).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Backing modes.

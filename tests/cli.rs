@@ -192,14 +192,18 @@ fn capture_refuses_to_overwrite_without_force() {
     std::fs::write(&out, b"keep me").unwrap();
     let seed = fixture("seed-2605");
     let args = ["--root", seed.to_str().unwrap(), "capture", "-o", out.to_str().unwrap()];
-    check(&[(&args, 2, "--force")]);
+    check(&[(&args, 1, "--force")]);
     assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
     check(&[(&[&args[..], &["--force"]].concat(), 0, "wrote")]);
     assert_eq!(std::fs::read(&out).unwrap()[..4], [0x28, 0xb5, 0x2f, 0xfd]);
     let empty = tmp.path().join("tree");
     std::fs::create_dir(&empty).unwrap();
     let into_dir = ["--root", seed.to_str().unwrap(), "capture", "-o", empty.to_str().unwrap()];
-    check(&[(&into_dir, 0, "wrote"), (&into_dir, 2, "already exists")]);
+    check(&[(&into_dir, 0, "wrote"), (&into_dir, 1, "already exists")]);
+    std::fs::write(empty.join("stale"), b"from an older capture").unwrap();
+    check(&[(&[&into_dir[..], &["--force"]].concat(), 0, "wrote")]);
+    assert!(!empty.join("stale").exists(), "a forced capture tree replaces the old one");
+    assert!(empty.join("proc/meminfo").exists());
 }
 
 #[test]

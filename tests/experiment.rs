@@ -26,6 +26,7 @@ fn experiment_names_the_controls_that_remove_the_effect() {
             "ddp-peer-mirror",
             "--live",
             "2s",
+            "--force",
             "--out",
             tree.to_str().unwrap(),
         ],

@@ -370,3 +370,15 @@ fn integrated_gpu_working_memory_is_never_a_mirror() {
         .unwrap();
     assert_eq!(igpu["integrated"], "no_local_region");
 }
+
+#[test]
+fn integrated_working_memory_is_driver_held_but_not_alarming() {
+    let doc = snapshot("apu-plus-dgpu");
+    let held = findings_of(&doc, "driver_held_host");
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0]["severity"], "info");
+    let msg = held[0]["message"].as_str().unwrap();
+    assert!(msg.contains("working memory of integrated GPUs"), "{msg}");
+    let seed = snapshot("seed-2622");
+    assert_eq!(findings_of(&seed, "driver_held_host")[0]["severity"], "critical");
+}

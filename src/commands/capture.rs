@@ -1,17 +1,21 @@
 //! `gpuledger capture`.
 
-use super::{Ctx, UsageError};
-use anyhow::{Context, Result};
+use super::Ctx;
+use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(ctx: &Ctx, output: &Path, pids: Vec<u32>, force: bool) -> Result<ExitCode> {
     if !force && occupied(output) {
-        return Err(UsageError(format!(
+        // Exit 1 like `record` and `simulate` refusing theirs: the flags are fine, the file is there.
+        bail!(
             "{} already exists; choose another -o, or pass --force to overwrite it",
             output.display()
-        ))
-        .into());
+        );
+    }
+    if force && output.is_dir() {
+        // A forced capture tree replaces the old one instead of mixing with its pids.
+        gpuledger::tree_writer::TreeWriter::fresh(output, true).context("-o")?;
     }
     let root = ctx.open_root()?;
     let pids = (!pids.is_empty()).then_some(pids);

@@ -29,16 +29,24 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         p.duration_s = d.as_secs_f64().max(1.0);
     }
     let sim = Simulation::new(p);
-    let tree = TreeWriter::new(&args.out)
-        .with_context(|| format!("cannot create --out {}", args.out.display()))?;
+    let tree = TreeWriter::fresh(&args.out, args.force).context("--out")?;
     let mut writer =
         LiveWriter::new(tree, scenario.name()).context("writing the simulated tree")?;
     let Some(d) = live else {
+        let t = sim.snapshot_t();
         writer
-            .write(&sim.state_at(sim.busiest_t()))
+            .write(&sim.state_at(t))
             .context("writing the simulated tree")?;
+        let moment = match sim.death_t() {
+            Some(_) => format!(
+                "the moment the job died at {t:.1} s of {:.0} s, host RAM exhausted: \
+                 its processes are gone, the evidence is in dev/kmsg and gpuledger-sim/job.json",
+                sim.params().duration_s
+            ),
+            None => format!("{t:.1} s of {:.0} s, the plateau", sim.params().duration_s),
+        };
         eprintln!(
-            "wrote {} ({}): read it with gpuledger --root {}",
+            "wrote {} ({}, {moment}): read it with gpuledger --root {}",
             args.out.display(),
             scenario.name(),
             args.out.display()

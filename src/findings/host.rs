@@ -35,16 +35,29 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
             percent(held, total)
         )
     };
-    let severity = if held as f64 >= total as f64 * 0.25 {
+    // An integrated GPU's host-class memory is its working memory: expected, not a blowup.
+    let integrated = ledger.integrated_host_class_resident();
+    let mostly_integrated = integrated as f64 >= per_fd as f64 * 0.5 && integrated > 0;
+    let severity = if mostly_integrated {
+        Severity::Info
+    } else if held as f64 >= total as f64 * 0.25 {
         Severity::Critical
     } else {
         Severity::Warning
+    };
+    let advice = if mostly_integrated {
+        format!(
+            "most of it ({}) is the working memory of integrated GPUs, which use host RAM as their VRAM",
+            human_bytes(integrated)
+        )
+    } else {
+        "check the peer_mirror findings and run the job under `gpuledger guard`".to_string()
     };
     Some(Finding {
         kind: Kind::DriverHeldHost,
         severity,
         message: format!(
-            "{what}; per-fd host-class resident bytes explain {:.0} % of it ({}): check the peer_mirror findings and run the job under `gpuledger guard`; see --explain driver_held_host",
+            "{what}; per-fd host-class resident bytes explain {:.0} % of it ({}): {advice}; see --explain driver_held_host",
             explained * 100.0,
             human_bytes(per_fd)
         ),

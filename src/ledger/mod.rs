@@ -312,6 +312,17 @@ impl Ledger {
             .any(|d| d.id == device && d.integrated.is_some())
     }
 
+    /// Host-class resident bytes on integrated GPUs (their working memory), over all clients.
+    pub fn integrated_host_class_resident(&self) -> u64 {
+        self.clients
+            .iter()
+            .filter(|c| self.is_integrated(&c.device))
+            .flat_map(|c| c.regions.iter())
+            .filter(|(name, _)| classify(name) == MemClass::Host)
+            .filter_map(|(_, r)| r.resident_bytes())
+            .sum()
+    }
+
     /// Total host-class resident bytes over all clients.
     pub fn host_class_resident(&self) -> u64 {
         self.clients

@@ -14,8 +14,11 @@
 //! - `deferred` (26.05): the registrations stay bookkeeping; GPUActive stays at the seed's 0.67 GiB.
 //!
 //! Host RAM is finite (`--host-mem`, default 64 GiB, of which 30 % is other use): when pinned
-//! memory would pass what is left, the job dies at that moment (its pids disappear), as the seed's
-//! did without an OOM kill. Otherwise the job ends at 90 % of the run and its memory is released.
+//! memory would pass what is left, the job dies at that moment, as the seed's did without an OOM
+//! kill, and the tree shows it the way a real machine would: every rank's pid and the launcher's
+//! are gone (torchrun tears the other ranks down and exits 1), `dev/kmsg` holds each rank's
+//! order-0 page-allocation failure, and `gpuledger-sim/job.json` holds the end: time, exit
+//! status 1, and the output tail with the runtime's `UR_RESULT_ERROR_OUT_OF_RESOURCES`. Otherwise the job ends at 90 % of the run and its memory is released.
 //! The simulator also reads its own environment the way the runtime would: `NEOReadDebugKeys=1
 //! EnableDeferBacking=0` makes backing deferred, `ZE_AFFINITY_MASK=<one device>` confines every rank
 //! to that one device (no peer fds).
@@ -23,10 +26,13 @@
 //! Other scenarios: `single-gpu` (healthy), `leak` (host memory grows to the end), `amdgpu-tp`
 //! (2 ranks of tensor parallel on amdgpu MI300X, `vram`/`gtt`/`cpu` with legacy keys, no mirror).
 
+mod death;
 mod fdinfo_text;
+mod job_end;
 mod model;
 pub mod run;
 mod write;
 
+pub use job_end::{read_job_end, JobEnd, JobEndError, JobOutcome, JOB_END_SCHEMA};
 pub use model::{Backing, Scenario, SimParams, SimProcess, SimState, Simulation};
 pub use write::LiveWriter;

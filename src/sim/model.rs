@@ -1,7 +1,10 @@
 //! The simulated machine as a pure function of time (see the module doc of `sim`).
 
+use super::death::{self, Failure};
 use super::fdinfo_text;
+use super::job_end::{JobEnd, JobOutcome, JOB_END_SCHEMA};
 use crate::sources::drm_devices::DeviceInfo;
+use crate::sources::kmsg::KmsgRecord;
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1 << 20;
@@ -157,6 +160,10 @@ pub struct SimState {
     pub job_running: bool,
     /// Whether the job died of host-memory exhaustion.
     pub died: bool,
+    /// The kernel log so far (`dev/kmsg` records), oldest first.
+    pub kernel_log: Vec<KmsgRecord>,
+    /// How the job ended, once it has.
+    pub job_end: Option<JobEnd>,
 }
 
 /// A simulated run.
@@ -195,6 +202,17 @@ impl Simulation {
             _ => plateau,
         };
         frac * self.params.duration_s
+    }
+
+    /// When the job dies of host-memory exhaustion, seconds into the run; `None` if it does not.
+    pub fn death_t(&self) -> Option<f64> {
+        self.death.map(|d| d * self.params.duration_s)
+    }
+
+    /// The moment a one-shot `simulate` writes: just after the death when the job dies (so the
+    /// tree holds the evidence a dead job leaves), else the plateau.
+    pub fn snapshot_t(&self) -> f64 {
+        self.death_t().unwrap_or_else(|| self.busiest_t())
     }
 
     /// The parameters.
@@ -304,7 +322,8 @@ impl Simulation {
         } else {
             JOB_END
         };
-        let died = self.death.is_some_and(|d| frac >= d);
+        // In seconds, as `death_t` gives it, so `state_at(death_t())` is the dead state.
+        let died = self.death_t().is_some_and(|d| t_s >= d);
         let job_running = !died && frac < end;
         let segs = self.segments_by(frac);
         let devices: Vec<DeviceInfo> = (0..p.ranks).map(|i| self.device(i)).collect();
@@ -332,6 +351,8 @@ impl Simulation {
         }
         SimState {
             t_s,
+            kernel_log: self.kernel_log(died),
+            job_end: self.job_end(frac, died, end),
             meminfo: self.meminfo(pinned),
             vmstat: format!(
                 "nr_free_pages 1000\nnr_gpu_active {}\nnr_gpu_reclaim 0\n",
@@ -342,6 +363,52 @@ impl Simulation {
             job_running,
             died,
         }
+    }
+
+    fn failure(&self) -> Option<Failure> {
+        Some(Failure {
+            t_s: self.death_t()?,
+            first_pid: LAUNCHER_PID + 1,
+            ranks: self.params.ranks,
+            launcher: LAUNCHER_PID,
+        })
+    }
+
+    fn kernel_log(&self, died: bool) -> Vec<KmsgRecord> {
+        match self.failure() {
+            Some(f) if died => death::kernel_records(&f),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The end record once the job has ended: died (exit 1 from the launcher) or finished at
+    /// `end` (exit 0).
+    fn job_end(&self, frac: f64, died: bool, end: f64) -> Option<JobEnd> {
+        let (outcome, end_s, exit_code, output_tail) = match self.failure() {
+            Some(f) if died => (
+                JobOutcome::HostMemoryExhausted,
+                f.t_s,
+                1,
+                death::output_tail(&f),
+            ),
+            _ if frac >= end => (
+                JobOutcome::Exited,
+                end * self.params.duration_s,
+                0,
+                Vec::new(),
+            ),
+            _ => return None,
+        };
+        Some(JobEnd {
+            schema: JOB_END_SCHEMA.into(),
+            scenario: self.params.scenario.name().into(),
+            outcome,
+            end_s,
+            exit_code: Some(exit_code),
+            signal: None,
+            boot_usec: death::boot_usec(end_s),
+            output_tail,
+        })
     }
 
     fn rank_process(&self, r: u32, m: &RankMem, devices: &[DeviceInfo]) -> SimProcess {
@@ -486,5 +553,52 @@ mod tests {
         p.apply_env(|k| (k == "ZE_AFFINITY_MASK").then(|| "0".to_string()));
         let s = Simulation::new(p).state_at(45.0);
         assert!(s.processes.iter().all(|p| p.fds.len() <= 1));
+    }
+
+    #[test]
+    fn eight_ranks_die_at_the_first_segment_and_leave_evidence() {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.ranks = 8;
+        let sim = Simulation::new(p);
+        assert_eq!(
+            sim.death_t(),
+            Some(6.0),
+            "the first segment, at 10 % of 60 s"
+        );
+        assert_eq!(sim.snapshot_t(), 6.0);
+        let before = sim.state_at(5.9);
+        assert!(before.kernel_log.is_empty() && before.job_end.is_none());
+        assert_eq!(before.processes.len(), 9);
+        let after = sim.state_at(6.0);
+        assert!(after.died && after.processes.is_empty());
+        let failures = after
+            .kernel_log
+            .iter()
+            .filter(|r| r.message.contains("page allocation failure: order:0"))
+            .count();
+        assert_eq!(failures, 8);
+        let end = after.job_end.unwrap();
+        assert_eq!(
+            (end.outcome, end.exit_code),
+            (JobOutcome::HostMemoryExhausted, Some(1))
+        );
+        assert!(end
+            .output_tail
+            .iter()
+            .any(|l| l.contains(death::RUNTIME_ERROR)));
+    }
+
+    #[test]
+    fn a_job_that_finishes_exits_zero_with_an_empty_kernel_log() {
+        let sim = Simulation::new(SimParams::new(Scenario::DdpPeerMirror));
+        assert_eq!(sim.death_t(), None);
+        assert_eq!(sim.state_at(45.0).job_end, None);
+        let done = sim.state_at(59.0);
+        let end = done.job_end.unwrap();
+        assert_eq!(
+            (end.outcome, end.exit_code, end.end_s),
+            (JobOutcome::Exited, Some(0), 54.0)
+        );
+        assert!(done.kernel_log.is_empty());
     }
 }

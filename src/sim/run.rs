@@ -7,6 +7,7 @@ use crate::recording::session::{step, StepError};
 use crate::recording::{Recorder, RecordingError, RecordingMeta};
 use crate::root::{Root, RootError};
 use crate::sampler::{Sampler, SamplerOptions, Scope};
+use crate::sources::kmsg::{KernelLog, KmsgError};
 use crate::tree_writer::TreeWriter;
 use std::path::Path;
 use thiserror::Error;
@@ -26,6 +27,9 @@ pub enum SimRunError {
     /// The recording could not be created or finished.
     #[error(transparent)]
     Recording(#[from] RecordingError),
+    /// The tree's kernel log could not be read.
+    #[error(transparent)]
+    Kernel(#[from] KmsgError),
 }
 
 /// Simulates `sim` in `samples` steps over its duration into the tree `dir` (left in its final
@@ -41,7 +45,9 @@ pub fn record(
     let mut writer = LiveWriter::new(TreeWriter::new(dir)?, p.scenario.name())?;
     let start_ms = 1_800_000_000_000u64;
     writer.write(&sim.state_at(0.0))?;
-    let mut sampler = Sampler::new(Root::open(dir)?, Scope::All, SamplerOptions::default());
+    let root = Root::open(dir)?;
+    let mut klog = KernelLog::open(&root);
+    let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let meta = RecordingMeta {
         command: vec![format!(
             "simulate {} --ranks {} --backing {:?}",
@@ -57,24 +63,29 @@ pub fn record(
     };
     let mut rec = Recorder::create(out, &meta)?;
     let mut died = false;
+    let mut job_end = None;
     for i in 0..=samples {
         let t_s = p.duration_s * f64::from(i) / f64::from(samples);
         let state = sim.state_at(t_s);
         died |= state.died;
         writer.write(&state)?;
+        job_end = job_end.or(state.job_end);
         step(
             &mut sampler,
             &mut rec,
             t,
             Some(start_ms + (t_s * 1000.0) as u64),
         )?;
+        if let Some(k) = klog.as_mut() {
+            rec.add_kernel(&k.read_new(sampler.root())?)?;
+        }
     }
     let end = start_ms + (p.duration_s * 1000.0) as u64;
     if died {
         rec.set_meta("note", "job died: host memory exhausted by pinned pages")?;
-        rec.finish(end, None, Some(9))?;
-    } else {
-        rec.finish(end, Some(0), None)?;
     }
+    // The launcher's status as the tree's job end says (torchrun exits 1 when a rank died).
+    let exit = job_end.as_ref().map_or(Some(0), |e| e.exit_code);
+    rec.finish(end, exit, job_end.and_then(|e| e.signal))?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Writes a [`SimState`] as a capture tree; a [`LiveWriter`] rewrites it in place as time passes.
 
-use super::SimState;
-use crate::tree_writer::TreeWriter;
+use super::{SimProcess, SimState};
+use crate::tree_writer::{layout, ProcEntry, TreeWriter};
 use std::collections::BTreeSet;
 use std::io;
 
@@ -11,30 +11,34 @@ pub struct LiveWriter {
     w: TreeWriter,
     written: BTreeSet<u32>,
     devices_done: bool,
+    /// Kernel records and job end as last written, so unchanged files are not rewritten.
+    kmsg_written: Option<usize>,
+    job_ended: Option<bool>,
 }
 
 impl LiveWriter {
     /// Starts a tree with its fixed files (version, os-release, manifest).
     pub fn new(w: TreeWriter, scenario: &str) -> io::Result<LiveWriter> {
         w.file(
-            "proc/version",
+            layout::VERSION,
             "Linux version 7.1.3-gpuledger-sim (simulated) #1 SMP\n",
         )?;
         w.file(
-            "etc/os-release",
+            layout::OS_RELEASE,
             "NAME=\"gpuledger simulation\"\nID=gpuledger-sim\n",
         )?;
-        let manifest = serde_json::json!({
+        w.manifest(&serde_json::json!({
             "schema": "gpuledger.capture/1",
             "gpuledger_version": env!("CARGO_PKG_VERSION"),
             "simulated": scenario,
             "page_size": 4096,
-        });
-        w.file("gpuledger-capture.json", format!("{manifest:#}\n"))?;
+        }))?;
         Ok(LiveWriter {
             w,
             written: BTreeSet::new(),
             devices_done: false,
+            kmsg_written: None,
+            job_ended: None,
         })
     }
 
@@ -47,51 +51,61 @@ impl LiveWriter {
             self.devices_done = true;
         }
         let now: BTreeSet<u32> = state.processes.iter().map(|p| p.pid).collect();
-        for gone in self.written.difference(&now) {
-            self.w.remove(format!("proc/{gone}"))?;
+        for &gone in self.written.difference(&now) {
+            self.w.remove_process(gone)?;
         }
         for p in &state.processes {
-            let dir = format!("proc/{}", p.pid);
-            if !self.written.contains(&p.pid) {
-                self.w
-                    .file(format!("{dir}/comm"), format!("{}\n", p.comm))?;
-                self.w.file(
-                    format!("{dir}/cmdline"),
-                    nul_joined(p.cmdline.iter().cloned()),
-                )?;
-                self.w.file(
-                    format!("{dir}/environ"),
-                    nul_joined(p.env.iter().map(|(k, v)| format!("{k}={v}"))),
-                )?;
-                self.w.file(
-                    format!("{dir}/status"),
-                    format!("Name:\t{}\nPPid:\t{}\nNSpid:\t{}\n", p.comm, p.ppid, p.pid),
-                )?;
-                self.w.file(
-                    format!("{dir}/stat"),
-                    format!(
-                        "{} ({}) S {} {} {} 0\n",
-                        p.pid, p.comm, p.ppid, p.pid, p.pid
-                    ),
-                )?;
-                std::fs::create_dir_all(self.w.base().join(format!("{dir}/fd")))?;
-            }
-            for (fd, minor, text) in &p.fds {
-                self.w.file(format!("{dir}/fdinfo/{fd}"), text)?;
-                if !self.written.contains(&p.pid) {
-                    self.w
-                        .symlink(format!("{dir}/fd/{fd}"), format!("/dev/dri/{minor}"))?;
-                }
-            }
+            self.process(p)?;
         }
         self.written = now;
-        self.w.file("proc/vmstat", &state.vmstat)?;
-        self.w.file("proc/meminfo", &state.meminfo)
+        self.w.file(layout::VMSTAT, &state.vmstat)?;
+        self.w.file(layout::MEMINFO, &state.meminfo)?;
+        self.end_evidence(state)
     }
-}
 
-fn nul_joined(items: impl Iterator<Item = String>) -> Vec<u8> {
-    items
-        .flat_map(|s| s.into_bytes().into_iter().chain(std::iter::once(0)))
-        .collect()
+    fn process(&self, p: &SimProcess) -> io::Result<()> {
+        let new = !self.written.contains(&p.pid);
+        if new {
+            self.w.process(&ProcEntry {
+                pid: p.pid,
+                comm: &p.comm,
+                cmdline: &p.cmdline,
+                env: &p.env,
+                ppid: Some(p.ppid),
+                nspid: &[p.pid],
+            })?;
+            self.w.file(
+                layout::proc_file(p.pid, "stat"),
+                format!(
+                    "{} ({}) S {} {} {} 0\n",
+                    p.pid, p.comm, p.ppid, p.pid, p.pid
+                ),
+            )?;
+        }
+        for (fd, minor, text) in &p.fds {
+            if new {
+                let text = Some(text.as_bytes());
+                self.w.fd(p.pid, *fd, format!("/dev/dri/{minor}"), text)?;
+            } else {
+                self.w.fdinfo(p.pid, *fd, text)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The kernel log and the job's end, rewritten only when they change (a reader tailing
+    /// `dev/kmsg` then re-reads it only when there is something new).
+    fn end_evidence(&mut self, state: &SimState) -> io::Result<()> {
+        // No file until the kernel has logged something: a missing log reads as an empty one.
+        let logged = state.kernel_log.len();
+        if logged > 0 && self.kmsg_written != Some(logged) {
+            self.w.kmsg(&state.kernel_log)?;
+            self.kmsg_written = Some(logged);
+        }
+        if self.job_ended != Some(state.job_end.is_some()) {
+            self.w.job_end(state.job_end.as_ref())?;
+            self.job_ended = Some(state.job_end.is_some());
+        }
+        Ok(())
+    }
 }
