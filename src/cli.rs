@@ -176,7 +176,11 @@ pub enum Command {
         #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_interval)]
         interval: Duration,
         /// The command, after `--`.
-        #[arg(last = true, value_name = "CMD", required_unless_present = "list_controls")]
+        #[arg(
+            last = true,
+            value_name = "CMD",
+            required_unless_present = "list_controls"
+        )]
         command: Vec<String>,
     },
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
@@ -377,7 +381,9 @@ pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
         Some(port) => format!("0.0.0.0:{port}"),
         None => text.to_string(),
     };
-    let bad = |why: String| format!("invalid address {text:?}: {why}; write HOST:PORT or :PORT, e.g. 127.0.0.1:9464");
+    let bad = |why: String| {
+        format!("invalid address {text:?}: {why}; write HOST:PORT or :PORT, e.g. 127.0.0.1:9464")
+    };
     wanted
         .to_socket_addrs()
         .map_err(|e| bad(e.to_string()))?

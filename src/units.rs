@@ -27,10 +27,14 @@ impl SizeSpec {
 #[derive(Debug, Error, PartialEq)]
 pub enum SizeError {
     /// Not a number with a known unit.
-    #[error("invalid size {0:?}: expected a number with a unit B, KiB, MiB, GiB or TiB, e.g. 512MiB")]
+    #[error(
+        "invalid size {0:?}: expected a number with a unit B, KiB, MiB, GiB or TiB, e.g. 512MiB"
+    )]
     Invalid(String),
     /// A decimal unit (kB, MB, GB, TB), which people and tools read in two ways.
-    #[error("invalid size {value:?}: gpuledger uses binary units; write {suggest} (GiB = 2^30 bytes)")]
+    #[error(
+        "invalid size {value:?}: gpuledger uses binary units; write {suggest} (GiB = 2^30 bytes)"
+    )]
     Decimal {
         /// The text as given.
         value: String,
@@ -41,7 +45,9 @@ pub enum SizeError {
     #[error("invalid percentage {0:?}: give a share from 0% to 100%")]
     PercentRange(String),
     /// A percentage where only an absolute size makes sense.
-    #[error("invalid size {0:?}: this option takes an absolute size such as 24GiB, not a percentage")]
+    #[error(
+        "invalid size {0:?}: this option takes an absolute size such as 24GiB, not a percentage"
+    )]
     NotAbsolute(String),
     /// A duration that did not parse or is too short.
     #[error("invalid duration {value:?}: {why}; write it like 500ms, 1s or 2m")]

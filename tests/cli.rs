@@ -25,7 +25,10 @@ fn check(rows: &[(&[&str], i32, &str)]) {
     for (args, code, want) in rows {
         let (got, err) = stderr_of(args);
         assert_eq!(got, Some(*code), "gpuledger {args:?}\n{err}");
-        assert!(err.contains(want), "gpuledger {args:?}: want {want:?} in\n{err}");
+        assert!(
+            err.contains(want),
+            "gpuledger {args:?}: want {want:?} in\n{err}"
+        );
     }
 }
 
@@ -34,9 +37,19 @@ fn sizes_are_binary_and_absolute_where_a_share_makes_no_sense() {
     let seed = fixture("seed-2605");
     let seed = seed.to_str().unwrap();
     let project = |v: &'static str| -> Vec<&'static str> {
-        vec!["project", "--ranks", "2", "--host-mem", "64GiB", "--vram-per-rank", v]
+        vec![
+            "project",
+            "--ranks",
+            "2",
+            "--host-mem",
+            "64GiB",
+            "--vram-per-rank",
+            v,
+        ]
     };
-    let good = ["1GiB", "512MiB", "1.5GiB", "4096", "64KiB", "100B", "1TiB", "2 gib"];
+    let good = [
+        "1GiB", "512MiB", "1.5GiB", "4096", "64KiB", "100B", "1TiB", "2 gib",
+    ];
     for v in good {
         check(&[(&project(v), 0, "")]);
     }
@@ -53,12 +66,67 @@ fn sizes_are_binary_and_absolute_where_a_share_makes_no_sense() {
         check(&[(&project(v), 2, msg)]);
     }
     check(&[
-        (&["project", "--ranks", "2", "--vram-per-rank", "1GiB", "--host-mem", "0"], 2, "more than 0"),
-        (&["--root", seed, "guard", "--max-driver-held", "8GB", "--pid", NO_PID], 2, "write 8GiB"),
-        (&["--root", seed, "guard", "--max-job-host-gpu", "5%", "--pid", NO_PID], 2, "absolute size"),
-        (&["--root", NO_ROOT, "serve", "--min-process-bytes", "64MB"], 2, "write 64MiB"),
-        (&["--root", NO_ROOT, "serve", "--min-process-bytes", "1MiB"], 1, "cannot open root"),
-        (&["simulate", "leak", "--out", NO_ROOT, "--segments", "1GiB,2GB"], 2, "write 2GiB"),
+        (
+            &[
+                "project",
+                "--ranks",
+                "2",
+                "--vram-per-rank",
+                "1GiB",
+                "--host-mem",
+                "0",
+            ],
+            2,
+            "more than 0",
+        ),
+        (
+            &[
+                "--root",
+                seed,
+                "guard",
+                "--max-driver-held",
+                "8GB",
+                "--pid",
+                NO_PID,
+            ],
+            2,
+            "write 8GiB",
+        ),
+        (
+            &[
+                "--root",
+                seed,
+                "guard",
+                "--max-job-host-gpu",
+                "5%",
+                "--pid",
+                NO_PID,
+            ],
+            2,
+            "absolute size",
+        ),
+        (
+            &["--root", NO_ROOT, "serve", "--min-process-bytes", "64MB"],
+            2,
+            "write 64MiB",
+        ),
+        (
+            &["--root", NO_ROOT, "serve", "--min-process-bytes", "1MiB"],
+            1,
+            "cannot open root",
+        ),
+        (
+            &[
+                "simulate",
+                "leak",
+                "--out",
+                NO_ROOT,
+                "--segments",
+                "1GiB,2GB",
+            ],
+            2,
+            "write 2GiB",
+        ),
     ]);
 }
 
@@ -67,7 +135,15 @@ fn shares_are_0_to_100_percent_and_sizes_must_fit_the_machine() {
     let seed = fixture("seed-2605");
     let seed = seed.to_str().unwrap();
     let guard = |v: &'static str| -> Vec<&str> {
-        vec!["--root", seed, "guard", "--min-available", v, "--pid", NO_PID]
+        vec![
+            "--root",
+            seed,
+            "guard",
+            "--min-available",
+            v,
+            "--pid",
+            NO_PID,
+        ]
     };
     // Past the flags, guard finds no such process: exit 1.
     for v in ["0%", "10%", "100%", "12.5%", "1GiB"] {
@@ -92,28 +168,72 @@ fn intervals_are_10ms_or_more_everywhere() {
     let seed = seed.to_str().unwrap();
     for v in ["0", "0s", "5ms", "9ms"] {
         check(&[
-            (&["--root", seed, "guard", "--interval", v, "--pid", NO_PID], 2, "10ms or more"),
+            (
+                &["--root", seed, "guard", "--interval", v, "--pid", NO_PID],
+                2,
+                "10ms or more",
+            ),
             (&["serve", "--interval", v], 2, "10ms or more"),
             (&["top", "--interval", v], 2, "10ms or more"),
             (&["record", "--all", "--interval", v], 2, "10ms or more"),
-            (&["experiment", "--interval", v, "--", "true"], 2, "10ms or more"),
+            (
+                &["experiment", "--interval", v, "--", "true"],
+                2,
+                "10ms or more",
+            ),
         ]);
     }
     check(&[
-        (&["--root", seed, "guard", "--interval", "10ms", "--pid", NO_PID], 1, "running process"),
-        (&["--root", NO_ROOT, "serve", "--interval", "2m"], 1, "cannot open root"),
+        (
+            &[
+                "--root",
+                seed,
+                "guard",
+                "--interval",
+                "10ms",
+                "--pid",
+                NO_PID,
+            ],
+            1,
+            "running process",
+        ),
+        (
+            &["--root", NO_ROOT, "serve", "--interval", "2m"],
+            1,
+            "cannot open root",
+        ),
         (&["serve", "--interval", "soon"], 2, "write it like 500ms"),
-        (&["--root", seed, "guard", "--grace", "forever", "--pid", NO_PID], 2, "invalid duration"),
-        (&["--root", seed, "guard", "--grace", "0s", "--pid", NO_PID], 1, "running process"),
+        (
+            &[
+                "--root", seed, "guard", "--grace", "forever", "--pid", NO_PID,
+            ],
+            2,
+            "invalid duration",
+        ),
+        (
+            &["--root", seed, "guard", "--grace", "0s", "--pid", NO_PID],
+            1,
+            "running process",
+        ),
     ]);
 }
 
 #[test]
 fn listen_takes_port_only_and_host_names() {
     for v in [":0", "localhost:0", "127.0.0.1:0", "[::1]:0"] {
-        check(&[(&["--root", NO_ROOT, "serve", "--listen", v], 1, "cannot open root")]);
+        check(&[(
+            &["--root", NO_ROOT, "serve", "--listen", v],
+            1,
+            "cannot open root",
+        )]);
     }
-    for v in ["9464", "localhost", "host.invalid:9464", ":port", "1.2.3.4:99999"] {
+    for v in [
+        "9464",
+        "localhost",
+        "host.invalid:9464",
+        ":port",
+        "1.2.3.4:99999",
+    ] {
         check(&[(&["serve", "--listen", v], 2, "write HOST:PORT or :PORT")]);
     }
 }
@@ -125,12 +245,32 @@ fn usage_errors_exit_2_and_runtime_errors_1() {
         (&["record", "--all", "--pid", "1"], 2, "cannot be used with"),
         (&["record"], 2, "required"),
         (&["guard", "--min-available", "10%"], 2, "required"),
-        (&["guard", "--pid", "1", "--", "true"], 2, "cannot be used with"),
+        (
+            &["guard", "--pid", "1", "--", "true"],
+            2,
+            "cannot be used with",
+        ),
         (&["project", "--ranks", "4"], 2, "--vram-per-rank"),
-        (&["project", "--ranks", "1025", "--vram-per-rank", "1GiB"], 2, "2..=1024"),
-        (&["simulate", "nope", "--out", NO_ROOT], 2, "possible values: ddp-peer-mirror"),
-        (&["simulate", "leak", "--out", NO_ROOT, "--ranks", "0"], 2, "1..=64"),
-        (&["--threshold", "peer.min_bytes=lots"], 2, "threshold peer.min_bytes"),
+        (
+            &["project", "--ranks", "1025", "--vram-per-rank", "1GiB"],
+            2,
+            "2..=1024",
+        ),
+        (
+            &["simulate", "nope", "--out", NO_ROOT],
+            2,
+            "possible values: ddp-peer-mirror",
+        ),
+        (
+            &["simulate", "leak", "--out", NO_ROOT, "--ranks", "0"],
+            2,
+            "1..=64",
+        ),
+        (
+            &["--threshold", "peer.min_bytes=lots"],
+            2,
+            "threshold peer.min_bytes",
+        ),
         (&["experiment"], 2, "required"),
         (&["--proc", NO_ROOT], 2, "no procfs there"),
         (&["show", NO_ROOT], 1, "cannot read recording"),
@@ -182,7 +322,10 @@ fn top_without_a_terminal_says_so() {
         .expect("run gpuledger");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("needs a terminal") && err.contains("record --all"), "{err}");
+    assert!(
+        err.contains("needs a terminal") && err.contains("record --all"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -191,18 +334,33 @@ fn capture_refuses_to_overwrite_without_force() {
     let out = tmp.path().join("x.tar.zst");
     std::fs::write(&out, b"keep me").unwrap();
     let seed = fixture("seed-2605");
-    let args = ["--root", seed.to_str().unwrap(), "capture", "-o", out.to_str().unwrap()];
+    let args = [
+        "--root",
+        seed.to_str().unwrap(),
+        "capture",
+        "-o",
+        out.to_str().unwrap(),
+    ];
     check(&[(&args, 1, "--force")]);
     assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
     check(&[(&[&args[..], &["--force"]].concat(), 0, "wrote")]);
     assert_eq!(std::fs::read(&out).unwrap()[..4], [0x28, 0xb5, 0x2f, 0xfd]);
     let empty = tmp.path().join("tree");
     std::fs::create_dir(&empty).unwrap();
-    let into_dir = ["--root", seed.to_str().unwrap(), "capture", "-o", empty.to_str().unwrap()];
+    let into_dir = [
+        "--root",
+        seed.to_str().unwrap(),
+        "capture",
+        "-o",
+        empty.to_str().unwrap(),
+    ];
     check(&[(&into_dir, 0, "wrote"), (&into_dir, 1, "already exists")]);
     std::fs::write(empty.join("stale"), b"from an older capture").unwrap();
     check(&[(&[&into_dir[..], &["--force"]].concat(), 0, "wrote")]);
-    assert!(!empty.join("stale").exists(), "a forced capture tree replaces the old one");
+    assert!(
+        !empty.join("stale").exists(),
+        "a forced capture tree replaces the old one"
+    );
     assert!(empty.join("proc/meminfo").exists());
 }
 
@@ -252,7 +410,14 @@ fn garbage_archives_never_echo_raw_bytes() {
 #[test]
 fn completions_and_man_page_come_from_the_command_line_definition() {
     let bash = stdout_of(&["completions", "bash"], 0);
-    for sub in ["record", "guard", "serve", "capture", "completions", "--min-available"] {
+    for sub in [
+        "record",
+        "guard",
+        "serve",
+        "capture",
+        "completions",
+        "--min-available",
+    ] {
         assert!(bash.contains(sub), "bash completion lacks {sub}");
     }
     for shell in ["zsh", "fish"] {
@@ -276,6 +441,13 @@ fn completions_and_man_page_come_from_the_command_line_definition() {
         return; // no man(1) here: the roff headers above are what can be checked
     };
     let text = String::from_utf8_lossy(&rendered.stdout);
-    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
-    assert!(text.contains("SYNOPSIS") && text.contains("--root"), "{text}");
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    assert!(
+        text.contains("SYNOPSIS") && text.contains("--root"),
+        "{text}"
+    );
 }

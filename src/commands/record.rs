@@ -47,26 +47,19 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
     }
     let output = args.output.clone().unwrap_or_else(default_output);
     let tty = std::io::stderr().is_terminal();
-    let end = record(
-        ctx.open_root()?,
-        &target,
-        &output,
-        &opts,
-        &stop,
-        |p| {
-            if tty {
-                eprint!(
-                    "\r[{:>6.1} s] {} samples  peak host-class {}  device-local {}  findings {}   ",
-                    p.elapsed.as_secs_f64(),
-                    p.samples,
-                    human_bytes(p.peak_host),
-                    human_bytes(p.peak_local),
-                    p.findings
-                );
-                let _ = std::io::stderr().flush();
-            }
-        },
-    )
+    let end = record(ctx.open_root()?, &target, &output, &opts, &stop, |p| {
+        if tty {
+            eprint!(
+                "\r[{:>6.1} s] {} samples  peak host-class {}  device-local {}  findings {}   ",
+                p.elapsed.as_secs_f64(),
+                p.samples,
+                human_bytes(p.peak_host),
+                human_bytes(p.peak_local),
+                p.findings
+            );
+            let _ = std::io::stderr().flush();
+        }
+    })
     .context("record")?;
     if tty {
         eprintln!();

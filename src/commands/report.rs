@@ -28,11 +28,7 @@ pub fn run(
             ))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut sampler = Sampler::new(
-        ctx.open_root()?,
-        Scope::All,
-        SamplerOptions::default(),
-    );
+    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
     let ledger = Ledger::from_snapshot(&snapshot);
     let findings = analyze(&ledger, t);

@@ -1,7 +1,7 @@
 //! The default command: one snapshot, as tables or JSON.
 
-use crate::cli::{FailOn, SnapshotArgs};
 use super::Ctx;
+use crate::cli::{FailOn, SnapshotArgs};
 use anyhow::Result;
 use gpuledger::findings::{self, Severity};
 use gpuledger::ledger::Ledger;
