@@ -390,3 +390,23 @@ pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
         .next()
         .ok_or_else(|| bad("the name resolves to no address".into()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn listen_port_only_is_every_interface_and_names_resolve() {
+        assert_eq!(listen_addr(":9464"), Ok("0.0.0.0:9464".parse().unwrap()));
+        assert!(listen_addr("localhost:9464").unwrap().ip().is_loopback());
+        assert_eq!(listen_addr("[::1]:1"), Ok("[::1]:1".parse().unwrap()));
+        assert!(listen_addr("9464").is_err());
+        assert!(listen_addr(":99999").is_err());
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}
