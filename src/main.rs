@@ -7,7 +7,15 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        // Usage errors quote the value given; like every error they are printed escaped.
+        Err(e) if e.use_stderr() => {
+            eprint!("{}", printable(&e.render().to_string()));
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+        Err(e) => e.exit(),
+    };
     match commands::run(args) {
         Ok(code) => code,
         Err(err) => {

@@ -408,6 +408,27 @@ fn garbage_archives_never_echo_raw_bytes() {
 }
 
 #[test]
+fn bad_values_are_quoted_escaped() {
+    let cases: [&[&str]; 2] = [
+        &["serve", "--interval", "\x1b[2J\x07"],
+        &["--explain", "ab\rX\x1b[2J"],
+    ];
+    for args in cases {
+        let (code, err) = stderr_of(args);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            !err.contains(['\x1b', '\x07', '\r']),
+            "raw control characters in {err:?}"
+        );
+    }
+    let (_, err) = stderr_of(&["--explain", "ab\rX"]);
+    assert!(
+        err.contains("'ab\\rX'"),
+        "the value is quoted, escaped: {err}"
+    );
+}
+
+#[test]
 fn completions_and_man_page_come_from_the_command_line_definition() {
     let bash = stdout_of(&["completions", "bash"], 0);
     for sub in [
