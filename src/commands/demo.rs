@@ -9,7 +9,8 @@ use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sim::{run::record, Backing, LiveWriter, Scenario, SimParams, Simulation};
 use gpuledger::timeline::diff::{diff, render_diff};
 use gpuledger::tree_writer::TreeWriter;
-use gpuledger::{recording, timeline};
+use gpuledger::recording;
+use gpuledger::timeline::RunSummary;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -52,8 +53,8 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
         }
         files.push(ledger_file);
     }
-    let a = recording::open(&files[0])?;
-    let b = recording::open(&files[1])?;
+    let a = RunSummary::of(&recording::open(&files[0])?);
+    let b = RunSummary::of(&recording::open(&files[1])?);
     out.push_str(&format!(
         "\n=== Timeline of run A (gpuledger show {})\n\n",
         files[0].display()
@@ -61,7 +62,6 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
     out.push_str(&show::render_text(
         &files[0].display().to_string(),
         &a,
-        &timeline::analyze(&a),
     ));
     out.push_str(&format!(
         "\n=== Run A vs run B (gpuledger diff {} {})\n\n",

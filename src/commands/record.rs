@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use gpuledger::findings::Thresholds;
 use gpuledger::outputs::show;
 use gpuledger::recording::run::{record, RunOptions, Target};
-use gpuledger::timeline;
+use gpuledger::timeline::RunSummary;
 use gpuledger::units::{human_bytes, parse_duration};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -100,11 +100,7 @@ pub fn run(root: Option<&Path>, args: &RecordArgs, t: &Thresholds) -> Result<Exi
     if let Ok(rec) = gpuledger::recording::open(&output) {
         eprint!(
             "{}",
-            show::render_text(
-                &output.display().to_string(),
-                &rec,
-                &timeline::analyze(&rec)
-            )
+            show::render_text(&output.display().to_string(), &RunSummary::of(&rec))
         );
     }
     Ok(match end.job {

@@ -1,8 +1,8 @@
 //! `diff`: the seed's bad-vs-good table, computed from two recordings.
 
-use super::peer_host_by_process;
+use super::{PeerHost, Registrations, RunSummary};
 use crate::outputs::text_table::{render, Align};
-use crate::recording::Recording;
+use crate::recording::RecordedFinding;
 use crate::units::human_bytes;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,92 +45,147 @@ pub struct Row {
 pub struct Diff {
     /// Rows.
     pub rows: Vec<Row>,
-    /// One line naming the run that shows the peer-mirror pinning, and by how much.
-    pub verdict: String,
+    /// What each run's peer-device registrations were.
+    pub registrations: [Registrations; 2],
+    /// Each run's peer_mirror findings, as recorded (severity at the peak).
+    pub peer_mirrors: [Vec<RecordedFinding>; 2],
+    /// Set when A and B ran different jobs: the table is still worth reading, a verdict is not.
+    pub warning: Option<String>,
+    /// One line naming the run that shows the peer-mirror pinning and by how much; `None` when
+    /// the runs are not comparable.
+    pub verdict: Option<String>,
 }
 
-fn driver_held_peak(r: &Recording) -> (Option<u64>, &'static str) {
-    match r.host.gpu_active_peak {
-        Some(v) => (Some(v), "GPUActive"),
-        None => (r.host.unaccounted_peak, "unaccounted"),
-    }
-}
-
-fn exit_text(r: &Recording) -> String {
-    match (r.meta.get("exit_code"), r.meta.get("signal")) {
-        (Some(c), _) => format!("exit {c}"),
-        (None, Some(s)) => format!("killed by signal {s}"),
-        _ => "not recorded".into(),
-    }
-}
-
-fn env_of(r: &Recording) -> BTreeMap<String, String> {
-    r.processes
+/// The words of a recorded command that name the job. The simulator's `--backing VALUE` is the
+/// configuration under test (like an environment variable of a real run), not another job.
+fn job_words(s: &RunSummary) -> Vec<String> {
+    let words: Vec<String> = s
+        .command
         .iter()
-        .find(|p| !p.env.is_empty())
-        .map(|p| p.env.clone())
-        .unwrap_or_default()
+        .flat_map(|c| c.split_whitespace())
+        .map(str::to_owned)
+        .collect();
+    if words.first().map(String::as_str) != Some("simulate") {
+        return words;
+    }
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        if w == "--backing" {
+            it.next();
+        } else if !w.starts_with("--backing=") {
+            out.push(w);
+        }
+    }
+    out
 }
 
-fn pinned_mirror(r: &Recording) -> bool {
-    r.findings
-        .iter()
-        .any(|f| f.kind == "peer_mirror" && f.backing.as_deref() == Some("pinned"))
+/// Why A and B are not the same job, if they are not.
+fn different_jobs(a: &RunSummary, b: &RunSummary) -> Option<String> {
+    let (ra, rb) = (a.rank_count(), b.rank_count());
+    if ra != rb {
+        return Some(format!(
+            "warning: A and B ran different jobs ({ra} ranks vs {rb}): compare the table, there is no verdict"
+        ));
+    }
+    let (ja, jb) = (job_words(a), job_words(b));
+    (ja != jb).then(|| {
+        format!(
+            "warning: A and B ran different jobs (`{}` vs `{}`): compare the table, there is no verdict",
+            ja.join(" "),
+            jb.join(" ")
+        )
+    })
 }
 
 /// Compares run A with run B.
-pub fn diff(a: &Recording, b: &Recording) -> Diff {
-    let mut rows = Vec::new();
-    let (pa, pb) = (peer_host_by_process(a), peer_host_by_process(b));
-    let ranks: BTreeSet<Option<u32>> = pa
-        .iter()
-        .chain(&pb)
-        .map(|(_, r, _)| *r)
-        .filter(Option::is_some)
-        .collect();
-    let peer_total = |v: &[(u32, Option<u32>, u64)]| v.iter().map(|x| x.2).sum::<u64>();
-    for rank in &ranks {
-        let get = |v: &[(u32, Option<u32>, u64)]| v.iter().find(|x| x.1 == *rank).map(|x| x.2);
-        rows.push(Row {
-            what: format!("peer-fd host-class resident, rank {}", rank.unwrap_or(0)),
-            a: Value::Bytes(get(&pa)),
-            b: Value::Bytes(get(&pb)),
-        });
+pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
+    let mut rows = peer_rows(a, b);
+    rows.extend(host_rows(a, b));
+    rows.extend(context_rows(a, b));
+    let warning = different_jobs(a, b);
+    let verdict = match warning {
+        Some(_) => None,
+        None => Some(verdict(a, b)),
+    };
+    Diff {
+        rows,
+        registrations: [a.registrations(), b.registrations()],
+        peer_mirrors: [
+            a.peer_mirrors().cloned().collect(),
+            b.peer_mirrors().cloned().collect(),
+        ],
+        warning,
+        verdict,
     }
+}
+
+fn peer_rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
+    let ranks: BTreeSet<u32> = a
+        .peer_host
+        .iter()
+        .chain(&b.peer_host)
+        .filter_map(|p| p.rank)
+        .collect();
+    fn get(s: &RunSummary, rank: u32) -> Option<&PeerHost> {
+        s.peer_host.iter().find(|p| p.rank == Some(rank))
+    }
+    let mut rows: Vec<Row> = ranks
+        .iter()
+        .map(|rank| Row {
+            what: format!("peer-fd host-class resident, rank {rank}"),
+            a: Value::Bytes(get(a, *rank).map(|p| p.bytes)),
+            b: Value::Bytes(get(b, *rank).map(|p| p.bytes)),
+        })
+        .collect();
     if ranks.is_empty() {
         rows.push(Row {
             what: "peer-fd host-class resident, all processes".into(),
-            a: Value::Bytes(Some(peer_total(&pa))),
-            b: Value::Bytes(Some(peer_total(&pb))),
+            a: Value::Bytes(Some(a.peer_host_total())),
+            b: Value::Bytes(Some(b.peer_host_total())),
         });
     }
-    let (ha, sa) = driver_held_peak(a);
-    let (hb, sb) = driver_held_peak(b);
-    let source = if sa == sb {
-        sa.to_string()
-    } else {
-        format!("{sa} / {sb}")
+    rows
+}
+
+fn host_rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
+    let counter = |s: &RunSummary| {
+        s.driver_held_peak
+            .map_or("no host counter", |d| d.counter.as_str())
     };
-    rows.push(Row {
+    let (ca, cb) = (counter(a), counter(b));
+    let source = if ca == cb {
+        ca.to_string()
+    } else {
+        format!("{ca} / {cb}")
+    };
+    let mut rows = vec![Row {
         what: format!("driver-held host memory, peak ({source})"),
-        a: Value::Bytes(ha),
-        b: Value::Bytes(hb),
-    });
-    let low = |r: &Recording| r.host.mem_available_low;
+        a: Value::Bytes(a.driver_held_bytes()),
+        b: Value::Bytes(b.driver_held_bytes()),
+    }];
+    let pinned = |s: &RunSummary| s.driver_held_peak.map(|d| d.pinned_shmem);
+    if pinned(a).unwrap_or(0) + pinned(b).unwrap_or(0) > 0 {
+        rows.push(Row {
+            what: "  of it pinned shmem, at the peak".into(),
+            a: Value::Bytes(pinned(a)),
+            b: Value::Bytes(pinned(b)),
+        });
+    }
     rows.push(Row {
         what: "MemAvailable, low point".into(),
-        a: Value::Bytes(low(a)),
-        b: Value::Bytes(low(b)),
+        a: Value::Bytes(a.mem_available_low),
+        b: Value::Bytes(b.mem_available_low),
     });
     rows.push(Row {
         what: "duration".into(),
-        a: Value::Seconds(a.duration_s()),
-        b: Value::Seconds(b.duration_s()),
+        a: Value::Seconds(a.duration_s),
+        b: Value::Seconds(b.duration_s),
     });
     rows.push(Row {
         what: "job end".into(),
-        a: Value::Text(exit_text(a)),
-        b: Value::Text(exit_text(b)),
+        a: Value::Text(a.job_end.to_string()),
+        b: Value::Text(b.job_end.to_string()),
     });
     for (kind, what) in [
         (
@@ -149,94 +204,78 @@ pub fn diff(a: &Recording, b: &Recording) -> Diff {
             });
         }
     }
-    let (ea, eb) = (env_of(a), env_of(b));
-    let keys: BTreeSet<&String> = ea.keys().chain(eb.keys()).collect();
-    for k in keys.into_iter().filter(|k| ea.get(*k) != eb.get(*k)) {
-        let show = |e: &BTreeMap<String, String>| {
-            Value::Text(e.get(k).cloned().unwrap_or_else(|| "unset".into()))
-        };
-        rows.push(Row {
-            what: format!("environment {k}"),
-            a: show(&ea),
-            b: show(&eb),
-        });
-    }
-    let packages = |r: &Recording| -> BTreeMap<String, String> {
-        r.meta
-            .get("packages")
-            .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_default()
-    };
-    let (ka, kb) = (packages(a), packages(b));
-    let names: BTreeSet<&String> = ka.keys().chain(kb.keys()).collect();
-    for n in names.into_iter().filter(|n| ka.get(*n) != kb.get(*n)) {
-        let show = |p: &BTreeMap<String, String>| {
-            Value::Text(p.get(n).cloned().unwrap_or_else(|| "not installed".into()))
-        };
-        rows.push(Row {
-            what: format!("package {n}"),
-            a: show(&ka),
-            b: show(&kb),
-        });
-    }
-    for key in ["kernel", "gpuledger_version"] {
-        let (x, y) = (a.meta.get(key), b.meta.get(key));
-        if x != y {
-            let t = |v: Option<&String>| {
-                Value::Text(v.cloned().unwrap_or_else(|| "not recorded".into()))
-            };
-            rows.push(Row {
-                what: key.replace('_', " "),
-                a: t(x),
-                b: t(y),
-            });
-        }
-    }
-    let verdict = verdict(
-        pinned_mirror(a),
-        pinned_mirror(b),
-        ha,
-        hb,
-        peer_total(&pa),
-        peer_total(&pb),
-    );
-    Diff { rows, verdict }
+    rows
 }
 
-fn verdict(
-    pin_a: bool,
-    pin_b: bool,
-    ha: Option<u64>,
-    hb: Option<u64>,
-    peer_a: u64,
-    peer_b: u64,
-) -> String {
-    let held = |h: Option<u64>| h.map(human_bytes).unwrap_or_else(|| "unknown".into());
-    let (bad, good, hbad, hgood, pbad, pgood) = match (pin_a, pin_b) {
-        (true, false) => ("A", "B", ha, hb, peer_a, peer_b),
-        (false, true) => ("B", "A", hb, ha, peer_b, peer_a),
-        (true, true) => return format!(
-            "both runs show the peer-mirror pinning (driver-held host memory peaked at {} in A and {} in B)",
-            held(ha),
-            held(hb)
-        ),
-        (false, false) => return format!(
-            "neither run shows pinned peer mirrors (driver-held host memory peaked at {} in A and {} in B)",
-            held(ha),
-            held(hb)
-        ),
+/// Rows for one map's keys whose values differ between A and B.
+fn differing(
+    prefix: &str,
+    x: &BTreeMap<String, String>,
+    y: &BTreeMap<String, String>,
+    absent: &str,
+) -> Vec<Row> {
+    let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+    keys.into_iter()
+        .filter(|k| x.get(*k) != y.get(*k))
+        .map(|k| {
+            let show = |m: &BTreeMap<String, String>| {
+                Value::Text(m.get(k).cloned().unwrap_or_else(|| absent.into()))
+            };
+            Row {
+                what: format!("{prefix}{k}"),
+                a: show(x),
+                b: show(y),
+            }
+        })
+        .collect()
+}
+
+/// Rows for what differs around the runs: environment, packages, kernel, gpuledger.
+fn context_rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
+    let mut rows = differing("environment ", &a.env, &b.env, "unset");
+    rows.extend(differing("package ", &a.packages, &b.packages, "not installed"));
+    rows.extend(differing("", &a.versions, &b.versions, "not recorded"));
+    rows
+}
+
+fn verdict(a: &RunSummary, b: &RunSummary) -> String {
+    let held = |s: &RunSummary| {
+        s.driver_held_bytes()
+            .map(human_bytes)
+            .unwrap_or_else(|| "unknown".into())
     };
-    let factor = match (hbad, hgood) {
+    let peaked = format!(
+        "driver-held host memory peaked at {} in A and {} in B",
+        held(a),
+        held(b)
+    );
+    let (bad, good, sbad, sgood) = match (a.registrations(), b.registrations()) {
+        (Registrations::Pinned, Registrations::Pinned) => {
+            return format!("both runs show the peer-mirror pinning ({peaked})")
+        }
+        (Registrations::Pinned, _) => ("A", "B", a, b),
+        (_, Registrations::Pinned) => ("B", "A", b, a),
+        _ => return format!("neither run shows pinned peer mirrors ({peaked})"),
+    };
+    let factor = match (sbad.driver_held_bytes(), sgood.driver_held_bytes()) {
         (Some(x), Some(y)) if y > 0 => format!(" ({:.0}×)", x as f64 / y as f64),
         _ => String::new(),
     };
-    format!(
-        "{bad} shows the peer-mirror pinning: driver-held host memory peaked at {} vs {} in {good}{factor}, with peer-fd host-class bytes {} vs {}: in {good} the registrations are bookkeeping only",
-        held(hbad),
-        held(hgood),
-        human_bytes(pbad),
-        human_bytes(pgood)
-    )
+    let head = format!(
+        "{bad} shows the peer-mirror pinning: driver-held host memory peaked at {} vs {} in {good}{factor}",
+        held(sbad),
+        held(sgood)
+    );
+    let tail = match sgood.registrations() {
+        Registrations::NotPinned => format!(
+            ", with peer-fd host-class bytes {} vs {}: in {good} the registrations are bookkeeping only",
+            human_bytes(sbad.peer_host_total()),
+            human_bytes(sgood.peer_host_total())
+        ),
+        Registrations::None => format!("; {good} shows no peer-device registrations at all"),
+        _ => format!("; in {good} host counters could not tell whether the registrations are pinned"),
+    };
+    head + &tail
 }
 
 /// Renders the table and the verdict.
@@ -264,11 +303,15 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         ("B", Align::Right),
         ("B - A", Align::Right),
     ];
-    format!(
-        "A = {a_name}\nB = {b_name}\n\n{}\n{}\n",
-        render("  ", &headers, &rows),
-        d.verdict
-    )
+    let mut out = format!(
+        "A = {a_name}\nB = {b_name}\n\n{}\n",
+        render("  ", &headers, &rows)
+    );
+    for line in d.warning.iter().chain(&d.verdict) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
