@@ -130,8 +130,7 @@ fn median(mut v: Vec<u64>) -> Option<u64> {
 
 /// Measures of a configuration's runs (medians over repeats).
 pub fn measure(name: &str, runs: &[RunSummary]) -> Measures {
-    let each =
-        |f: &dyn Fn(&RunSummary) -> Option<u64>| median(runs.iter().filter_map(f).collect());
+    let each = |f: &dyn Fn(&RunSummary) -> Option<u64>| median(runs.iter().filter_map(f).collect());
     let last = runs.last();
     Measures {
         name: name.into(),

@@ -4,13 +4,13 @@ use anyhow::{Context, Result};
 use gpuledger::findings::{analyze, Thresholds};
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::{show, table};
+use gpuledger::recording;
 use gpuledger::root::Root;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sim::{run::record, Backing, LiveWriter, Scenario, SimParams, Simulation};
 use gpuledger::timeline::diff::{diff, render_diff};
-use gpuledger::tree_writer::TreeWriter;
-use gpuledger::recording;
 use gpuledger::timeline::RunSummary;
+use gpuledger::tree_writer::TreeWriter;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -59,10 +59,7 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
         "\n=== Timeline of run A (gpuledger show {})\n\n",
         files[0].display()
     ));
-    out.push_str(&show::render_text(
-        &files[0].display().to_string(),
-        &a,
-    ));
+    out.push_str(&show::render_text(&files[0].display().to_string(), &a));
     out.push_str(&format!(
         "\n=== Run A vs run B (gpuledger diff {} {})\n\n",
         files[0].display(),

@@ -2,11 +2,11 @@
 
 use anyhow::{bail, Context, Result};
 use gpuledger::experiment::{builtin, measure, parse_controls, verdict, Control, Measures};
-use gpuledger::timeline::RunSummary;
 use gpuledger::findings::Thresholds;
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::recording::run::{record, RunOptions, Target};
 use gpuledger::root::Root;
+use gpuledger::timeline::RunSummary;
 use gpuledger::units::{human_bytes, human_opt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

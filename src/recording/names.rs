@@ -27,7 +27,10 @@ pub fn name_of<T: Serialize>(v: T) -> String {
 }
 
 /// Parses a serde name back, or says which value of which column is unknown.
-pub(super) fn parse<T: DeserializeOwned>(column: &'static str, value: &str) -> Result<T, UnknownValue> {
+pub(super) fn parse<T: DeserializeOwned>(
+    column: &'static str,
+    value: &str,
+) -> Result<T, UnknownValue> {
     serde_json::from_value(serde_json::Value::String(value.to_owned())).map_err(|_| UnknownValue {
         column,
         value: value.to_owned(),

@@ -2,8 +2,8 @@
 
 use super::names;
 use super::read::{RecordedFinding, RecordedProcess};
-use crate::findings::{Backing, Kind, Severity};
 use super::read_series::Columns;
+use crate::findings::{Backing, Kind, Severity};
 use crate::sources::drm_devices::DeviceInfo;
 use rusqlite::Connection;
 use std::collections::BTreeMap;
@@ -77,7 +77,8 @@ pub(super) fn findings(
         let device: String = r.get(4)?;
         let peer: String = r.get(5)?;
         let kind = names::kind(&r.get::<_, String>(0)?).map_err(|e| names::conversion(0, e))?;
-        let stored = names::severity(&r.get::<_, String>(1)?).map_err(|e| names::conversion(1, e))?;
+        let stored =
+            names::severity(&r.get::<_, String>(1)?).map_err(|e| names::conversion(1, e))?;
         let backing = r
             .get::<_, Option<String>>(7)?
             .map(|b| names::backing(&b).map_err(|e| names::conversion(7, e)))

@@ -266,7 +266,9 @@ fn recording(name: &str, rec: &Recording, s: &RunSummary) -> String {
         s.samples,
         text(&s.job_end.to_string())
     );
-    t.push_str("| rank | pid | device | peak device-local | peak host-class |\n|---|---|---|---|---|\n");
+    t.push_str(
+        "| rank | pid | device | peak device-local | peak host-class |\n|---|---|---|---|---|\n",
+    );
     for p in &s.peaks {
         let _ = writeln!(
             t,

@@ -233,7 +233,12 @@ fn differing(
 /// Rows for what differs around the runs: environment, packages, kernel, gpuledger.
 fn context_rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
     let mut rows = differing("environment ", &a.env, &b.env, "unset");
-    rows.extend(differing("package ", &a.packages, &b.packages, "not installed"));
+    rows.extend(differing(
+        "package ",
+        &a.packages,
+        &b.packages,
+        "not installed",
+    ));
     rows.extend(differing("", &a.versions, &b.versions, "not recorded"));
     rows
 }
@@ -317,16 +322,67 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::{Backing, Kind, Severity};
+    use crate::recording::Recording;
+    use crate::timeline::Peak;
 
-    fn rec(packages: &str) -> Recording {
-        Recording {
+    fn rec(packages: &str) -> RunSummary {
+        RunSummary::of(&Recording {
             meta: [
                 ("packages".to_string(), packages.to_string()),
                 ("exit_code".to_string(), "0".to_string()),
             ]
             .into(),
             ..Recording::default()
+        })
+    }
+
+    fn mirror(backing: Backing, severity: Severity) -> RecordedFinding {
+        RecordedFinding {
+            kind: Kind::PeerMirror,
+            severity,
+            worst_severity: severity,
+            pid: Some(10),
+            rank: Some(0),
+            device: Some("0000:03:00.0".into()),
+            peer: Some("0000:04:00.0".into()),
+            bytes_peak: 18 << 30,
+            backing: Some(backing),
+            message: "m".into(),
+            first: 1,
+            last: 5,
         }
+    }
+
+    /// A run of `command` with `ranks` ranks and these peer_mirror backings.
+    fn run(command: &str, ranks: u32, backings: &[Backing]) -> RunSummary {
+        let rec = Recording {
+            meta: [
+                (
+                    "command".to_string(),
+                    serde_json::json!([command]).to_string(),
+                ),
+                ("exit_code".to_string(), "0".to_string()),
+            ]
+            .into(),
+            findings: backings
+                .iter()
+                .map(|b| mirror(*b, Severity::Info))
+                .collect(),
+            ..Recording::default()
+        };
+        let mut s = RunSummary::of(&rec);
+        s.peaks = (0..ranks)
+            .map(|r| Peak {
+                pid: 10 + r,
+                rank: Some(r),
+                device: format!("0000:0{}:00.0", 3 + r),
+                device_local: 18 << 30,
+                host: 0,
+                home: true,
+            })
+            .collect();
+        s
     }
 
     #[test]
@@ -350,6 +406,91 @@ mod tests {
             d.rows.iter().all(|r| r.what != "package libigc2"),
             "identical versions are not rows"
         );
-        assert!(d.verdict.starts_with("neither run"), "{}", d.verdict);
+        let v = d.verdict.unwrap();
+        assert!(v.starts_with("neither run"), "{v}");
+    }
+
+    #[test]
+    fn bookkeeping_only_needs_not_pinned_registrations_in_b() {
+        let sim = "simulate ddp-peer-mirror --ranks 2 --backing";
+        let a = run(
+            &format!("{sim} eager"),
+            2,
+            &[Backing::Pinned, Backing::Pinned],
+        );
+        let b = run(
+            &format!("{sim} deferred"),
+            2,
+            &[Backing::NotPinned, Backing::NotPinned],
+        );
+        let d = diff(&a, &b);
+        assert_eq!(
+            d.warning, None,
+            "the backing is the configuration, not the job"
+        );
+        assert_eq!(
+            d.registrations,
+            [Registrations::Pinned, Registrations::NotPinned]
+        );
+        let v = d.verdict.unwrap();
+        assert!(v.starts_with("A shows the peer-mirror pinning"), "{v}");
+        assert!(
+            v.ends_with("in B the registrations are bookkeeping only"),
+            "{v}"
+        );
+        let swapped = diff(&b, &a).verdict.unwrap();
+        assert!(
+            swapped.starts_with("B shows")
+                && swapped.ends_with("in A the registrations are bookkeeping only"),
+            "{swapped}"
+        );
+    }
+
+    #[test]
+    fn no_registrations_in_b_is_not_bookkeeping() {
+        let a = run("python3 train.py", 2, &[Backing::Pinned]);
+        let b = run("python3 train.py", 2, &[]);
+        let d = diff(&a, &b);
+        assert_eq!(d.registrations[1], Registrations::None);
+        let v = d.verdict.unwrap();
+        assert!(
+            v.contains("B shows no peer-device registrations at all"),
+            "{v}"
+        );
+        assert!(!v.contains("bookkeeping"), "{v}");
+    }
+
+    #[test]
+    fn unknown_backing_in_b_is_not_bookkeeping() {
+        let a = run("python3 train.py", 2, &[Backing::Pinned]);
+        let b = run(
+            "python3 train.py",
+            2,
+            &[Backing::NotPinned, Backing::Unknown],
+        );
+        let v = diff(&a, &b).verdict.unwrap();
+        assert!(
+            v.contains("could not tell whether the registrations are pinned"),
+            "{v}"
+        );
+        assert!(!v.contains("bookkeeping"), "{v}");
+    }
+
+    #[test]
+    fn different_jobs_get_a_warning_and_no_verdict() {
+        let a = run("python3 train.py", 2, &[Backing::Pinned]);
+        for b in [
+            run("python3 eval.py", 2, &[Backing::NotPinned]),
+            run("python3 train.py", 4, &[Backing::NotPinned]),
+            run("simulate other-scenario --ranks 2 --backing eager", 2, &[]),
+        ] {
+            let d = diff(&a, &b);
+            let w = d.warning.clone().unwrap();
+            assert!(w.contains("ran different jobs"), "{w}");
+            assert_eq!(d.verdict, None);
+            assert!(!d.rows.is_empty(), "the table is still there");
+            let text = render_diff(&d, "a", "b");
+            assert!(text.contains(&w) && !text.contains("bookkeeping"), "{text}");
+        }
     }
 }

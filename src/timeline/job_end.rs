@@ -131,7 +131,8 @@ mod tests {
             ..Recording::default()
         };
         if pafs > 0 {
-            r.kernel_counts.insert("page_allocation_failure".into(), pafs);
+            r.kernel_counts
+                .insert("page_allocation_failure".into(), pafs);
         }
         r
     }

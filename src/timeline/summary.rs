@@ -137,10 +137,13 @@ impl RunSummary {
                 .get("packages")
                 .and_then(|p| serde_json::from_str(p).ok())
                 .unwrap_or_default(),
-            versions: [("kernel", "kernel"), ("gpuledger_version", "gpuledger version")]
-                .into_iter()
-                .filter_map(|(k, name)| rec.meta.get(k).map(|v| (name.to_string(), v.clone())))
-                .collect(),
+            versions: [
+                ("kernel", "kernel"),
+                ("gpuledger_version", "gpuledger version"),
+            ]
+            .into_iter()
+            .filter_map(|(k, name)| rec.meta.get(k).map(|v| (name.to_string(), v.clone())))
+            .collect(),
         }
     }
 
