@@ -140,3 +140,6 @@ CREATE TABLE findings(kind TEXT NOT NULL, pid INTEGER NOT NULL, device TEXT NOT 
   backing TEXT, source TEXT, message TEXT NOT NULL, first_sample INTEGER NOT NULL,
   last_sample INTEGER NOT NULL, worst_severity TEXT NOT NULL, PRIMARY KEY(kind, pid, device, peer));
 ";
+
+#[cfg(test)]
+mod tests;
