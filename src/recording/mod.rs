@@ -72,8 +72,8 @@ pub const PLOT_COLUMNS: usize = 1000;
 /// A recording that cannot be written or read.
 #[derive(Debug, Error)]
 pub enum RecordingError {
-    /// SQLite failed.
-    #[error("recording {path}: {source}")]
+    /// SQLite failed (`main` prints the cause after this line).
+    #[error("recording {path}")]
     Sqlite {
         /// The file.
         path: String,
@@ -87,6 +87,14 @@ pub enum RecordingError {
         path: String,
         /// What was wrong.
         why: String,
+    },
+    /// A kind, severity, backing or counter name this build has no enum variant for.
+    #[error("recording {path} holds a value this gpuledger does not know")]
+    UnknownValue {
+        /// The file.
+        path: String,
+        /// The value and its column.
+        source: UnknownValue,
     },
     /// Written by a newer gpuledger.
     #[error("{path} was recorded by a newer gpuledger (schema version {found}; this one reads {OLDEST_READABLE} to {SCHEMA_VERSION}); upgrade gpuledger to read it")]

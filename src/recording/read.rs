@@ -4,7 +4,7 @@
 use super::read_host::{fold_host, HostSummary};
 use super::read_rows::{self, Layout};
 use super::read_series::{fold_group, ClassSeries, Columns, Life};
-use super::{RecordingError, OLDEST_READABLE, SCHEMA_VERSION};
+use super::{RecordingError, UnknownValue, OLDEST_READABLE, SCHEMA_VERSION};
 use crate::findings::{Backing, Kind, Severity};
 use crate::ledger::MemClass;
 use crate::sources::drm_devices::DeviceInfo;
@@ -171,7 +171,24 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         return Err(not(format!("schema version {version} is unknown")));
     }
     layout.version = version;
-    read_all(&conn, meta, layout).map_err(|source| RecordingError::Sqlite { path: p, source })
+    read_all(&conn, meta, layout).map_err(|source| read_error(p, source))
+}
+
+/// A value the reader could not convert to its enum is its own error, not SQLite's.
+fn read_error(path: String, source: rusqlite::Error) -> RecordingError {
+    match source {
+        rusqlite::Error::FromSqlConversionFailure(i, t, e) => match e.downcast::<UnknownValue>() {
+            Ok(unknown) => RecordingError::UnknownValue {
+                path,
+                source: *unknown,
+            },
+            Err(e) => RecordingError::Sqlite {
+                path,
+                source: rusqlite::Error::FromSqlConversionFailure(i, t, e),
+            },
+        },
+        source => RecordingError::Sqlite { path, source },
+    }
 }
 
 /// A finished recording is one file: open it immutable, so that SQLite creates no `-wal` or

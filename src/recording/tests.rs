@@ -61,13 +61,24 @@ fn driver_held_and_severity_come_back_as_the_ledger_said_them() {
     let r = open(&path).unwrap();
     let held = r.host.driver_held_peak.unwrap();
     assert_eq!(
-        (held.bytes, held.counter, held.counter_bytes, held.pinned_shmem),
+        (
+            held.bytes,
+            held.counter,
+            held.counter_bytes,
+            held.pinned_shmem
+        ),
         (26 << 30, HeldCounter::Unaccounted, 1 << 30, 25 << 30),
         "the peak sample, pinned shmem included"
     );
     let f = &r.findings[0];
     assert_eq!(
-        (f.kind, f.severity, f.worst_severity, f.backing, f.bytes_peak),
+        (
+            f.kind,
+            f.severity,
+            f.worst_severity,
+            f.backing,
+            f.bytes_peak
+        ),
         (
             Kind::PeerMirror,
             Severity::Info,
