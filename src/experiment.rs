@@ -2,8 +2,7 @@
 //! which control removes the effect. The built-in controls are the ones the seed's maintainers
 //! and reporters ran by hand; debug keys among them are for diagnosis, never for production.
 
-use crate::recording::Recording;
-use crate::timeline::peer_host_by_process;
+use crate::timeline::{JobEnd, Registrations, RunSummary};
 use thiserror::Error;
 
 /// One control: a name, what it tests, and the environment it sets.
@@ -112,14 +111,14 @@ pub struct Measures {
     pub name: String,
     /// Largest peer-fd host-class bytes of any rank.
     pub peer_host: u64,
-    /// Driver-held host memory peak (GPUActive, else unaccounted).
+    /// Driver-held host memory peak (the ledger's definition, as recorded).
     pub driver_held: Option<u64>,
     /// MemAvailable low point.
     pub mem_available_low: Option<u64>,
     /// Seconds.
     pub duration_s: f64,
-    /// `exit N`, `signal N` or `not recorded`.
-    pub end: String,
+    /// How the last run ended (`None` without runs).
+    pub end: Option<JobEnd>,
     /// Whether a pinned peer_mirror finding was recorded.
     pub pinned_mirror: bool,
 }
@@ -130,28 +129,19 @@ fn median(mut v: Vec<u64>) -> Option<u64> {
 }
 
 /// Measures of a configuration's runs (medians over repeats).
-pub fn measure(name: &str, runs: &[Recording]) -> Measures {
-    let each = |f: &dyn Fn(&Recording) -> Option<u64>| median(runs.iter().filter_map(f).collect());
+pub fn measure(name: &str, runs: &[RunSummary]) -> Measures {
+    let each = |f: &dyn Fn(&RunSummary) -> Option<u64>| median(runs.iter().filter_map(f).collect());
     let last = runs.last();
     Measures {
         name: name.into(),
-        peer_host: each(&|r| peer_host_by_process(r).into_iter().map(|x| x.2).max()).unwrap_or(0),
-        driver_held: each(&|r| r.host.driver_held_peak),
-        mem_available_low: each(&|r| r.host.mem_available_low),
-        duration_s: last.map(|r| r.duration_s()).unwrap_or(0.0),
-        end: last
-            .and_then(|r| {
-                r.meta
-                    .get("exit_code")
-                    .map(|c| format!("exit {c}"))
-                    .or_else(|| r.meta.get("signal").map(|s| format!("signal {s}")))
-            })
-            .unwrap_or_else(|| "not recorded".into()),
-        pinned_mirror: runs.iter().any(|r| {
-            r.findings
-                .iter()
-                .any(|f| f.kind == "peer_mirror" && f.backing.as_deref() == Some("pinned"))
-        }),
+        peer_host: each(&|r| r.peer_host.iter().map(|p| p.bytes).max()).unwrap_or(0),
+        driver_held: each(&|r| r.driver_held_bytes()),
+        mem_available_low: each(&|r| r.mem_available_low),
+        duration_s: last.map(|r| r.duration_s).unwrap_or(0.0),
+        end: last.map(|r| r.job_end),
+        pinned_mirror: runs
+            .iter()
+            .any(|r| r.registrations() == Registrations::Pinned),
     }
 }
 

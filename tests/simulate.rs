@@ -258,7 +258,7 @@ fn a_simulated_recording_of_a_death_keeps_the_kernel_log_and_exit_status() {
     let t = gpuledger::findings::Thresholds::default();
     gpuledger::sim::run::record(&sim, &tmp.path().join("tree"), &ledger, 30, &t).unwrap();
     let out = stdout_of(&["show", ledger.to_str().unwrap()], 0);
-    assert!(out.contains("exit 1"), "{out}");
+    assert!(out.contains("exited with code 1"), "{out}");
     assert!(
         out.contains("Kernel log (8 page-allocation failures, 0 OOM kills, 0 driver lines)"),
         "only the failures' headlines are evidence, not their stacks:\n{out}"

@@ -516,3 +516,50 @@ fn a_recording_claiming_billions_of_samples_allocates_nothing_for_them() {
     );
     assert!(std::fs::metadata(&html).unwrap().len() < 1 << 20);
 }
+
+/// A version-2 recording: its `severity` column is the worst over time.
+fn v2_recording(path: &std::path::Path, backing: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA_V1_OLD).unwrap();
+    conn.execute_batch(&format!(
+        "UPDATE meta SET value = '2' WHERE key = 'schema_version';
+         INSERT INTO findings VALUES ('peer_mirror', 4242, '0000:03:00.0', '0000:04:00.0', 'warning',
+           0, 8589934592, '{backing}', 'unaccounted', 'mirror', 1, 3);"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn version_2_findings_take_the_severity_of_their_peak_and_unknown_values_are_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v2 = tmp.path().join("v2.ledger");
+    v2_recording(&v2, "not_pinned");
+    let doc = json_of(&["show", v2.to_str().unwrap(), "--json"], 0);
+    let f = &doc["recorded_findings"][0];
+    assert_eq!(
+        (&f["severity"], &f["worst_severity"], &f["backing"]),
+        (
+            &serde_json::json!("info"),
+            &serde_json::json!("warning"),
+            &serde_json::json!("not_pinned")
+        ),
+        "{doc}"
+    );
+    assert_eq!(doc["driver_held_parts"]["counter"], "unaccounted", "{doc}");
+    assert_eq!(doc["driver_held_peak"], 9663676416u64, "{doc}");
+    let text = stdout_of(&["show", v2.to_str().unwrap()], 0);
+    assert!(
+        text.contains("INFO      peer_mirror") && text.contains("(worst over time: warning)"),
+        "{text}"
+    );
+
+    let odd = tmp.path().join("odd.ledger");
+    v2_recording(&odd, "half_pinned");
+    let out = run(&["diff", odd.to_str().unwrap(), v2.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(odd.to_str().unwrap()) && err.contains("unknown backing \"half_pinned\""),
+        "{err}"
+    );
+}

@@ -4,12 +4,13 @@ use anyhow::{Context, Result};
 use gpuledger::findings::{analyze, Thresholds};
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::{show, table};
+use gpuledger::recording;
 use gpuledger::root::Root;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sim::{run::record, Backing, LiveWriter, Scenario, SimParams, Simulation};
 use gpuledger::timeline::diff::{diff, render_diff};
+use gpuledger::timeline::RunSummary;
 use gpuledger::tree_writer::TreeWriter;
-use gpuledger::{recording, timeline};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -52,17 +53,13 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
         }
         files.push(ledger_file);
     }
-    let a = recording::open(&files[0])?;
-    let b = recording::open(&files[1])?;
+    let a = RunSummary::of(&recording::open(&files[0])?);
+    let b = RunSummary::of(&recording::open(&files[1])?);
     out.push_str(&format!(
         "\n=== Timeline of run A (gpuledger show {})\n\n",
         files[0].display()
     ));
-    out.push_str(&show::render_text(
-        &files[0].display().to_string(),
-        &a,
-        &timeline::analyze(&a),
-    ));
+    out.push_str(&show::render_text(&files[0].display().to_string(), &a));
     out.push_str(&format!(
         "\n=== Run A vs run B (gpuledger diff {} {})\n\n",
         files[0].display(),

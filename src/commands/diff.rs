@@ -3,13 +3,14 @@
 use anyhow::{Context, Result};
 use gpuledger::recording;
 use gpuledger::timeline::diff::{diff, render_diff};
+use gpuledger::timeline::RunSummary;
 use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(a: &Path, b: &Path, json: bool) -> Result<ExitCode> {
     let ra = recording::open(a).context("diff, run A")?;
     let rb = recording::open(b).context("diff, run B")?;
-    let d = diff(&ra, &rb);
+    let d = diff(&RunSummary::of(&ra), &RunSummary::of(&rb));
     if json {
         super::print(&(serde_json::to_string_pretty(&d)? + "\n"))?;
     } else {

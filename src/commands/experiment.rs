@@ -6,6 +6,7 @@ use gpuledger::findings::Thresholds;
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::recording::run::{record, RunOptions, Target};
 use gpuledger::root::Root;
+use gpuledger::timeline::RunSummary;
 use gpuledger::units::{human_bytes, human_opt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -109,7 +110,7 @@ pub fn run(
                 |_| {},
             )
             .with_context(|| format!("recording {name}"))?;
-            runs.push(gpuledger::recording::open(&file)?);
+            runs.push(RunSummary::of(&gpuledger::recording::open(&file)?));
         }
         measures.push(measure(name, &runs));
     }
@@ -136,7 +137,11 @@ pub fn run(
         }
     }));
     rows.push(line("duration", &|m| format!("{:.1} s", m.duration_s)));
-    rows.push(line("job end", &|m| m.end.clone()));
+    rows.push(line("job end", &|m| {
+        m.end
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "not recorded".into())
+    }));
     let mut headers: Vec<(&str, Align)> = vec![("", Align::Left)];
     headers.extend(measures.iter().map(|m| (m.name.as_str(), Align::Right)));
     let mut out = render("  ", &headers, &rows);

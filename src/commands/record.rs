@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
 use gpuledger::outputs::show;
 use gpuledger::recording::run::{record, RunOptions, Target};
-use gpuledger::timeline;
+use gpuledger::timeline::RunSummary;
 use gpuledger::units::human_bytes;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -73,11 +73,7 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
     if let Ok(rec) = gpuledger::recording::open(&output) {
         eprint!(
             "{}",
-            show::render_text(
-                &output.display().to_string(),
-                &rec,
-                &timeline::analyze(&rec)
-            )
+            show::render_text(&output.display().to_string(), &RunSummary::of(&rec))
         );
     }
     Ok(match end.job {

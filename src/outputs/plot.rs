@@ -7,7 +7,7 @@
 use crate::ledger::MemClass;
 use crate::recording::{ClassSeries, Recording};
 use crate::timeline::diff::{diff, render_diff};
-use crate::timeline::{analyze, TimelineFinding, TimelineKind};
+use crate::timeline::{RunSummary, TimelineKind};
 use crate::units::human_bytes;
 use plotters::prelude::*;
 use std::collections::BTreeSet;
@@ -139,13 +139,17 @@ fn step_times(times: &[f64], s: Option<&ClassSeries>, steps: &[u64]) -> Vec<f64>
         .collect()
 }
 
-fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
+/// One recording's charts and findings: lines from its plot columns, everything else from its
+/// summary.
+fn section(name: &str, rec: &Recording, summary: &RunSummary) -> String {
+    let found = &summary.timeline;
     let mut out = format!(
-        "<h2>{}</h2>\n<p class=\"meta\">command <code>{}</code>, {:.1} s, {} samples</p>\n",
+        "<h2>{}</h2>\n<p class=\"meta\">command <code>{}</code>, {:.1} s, {} samples; job end: {}</p>\n",
         esc(name),
-        esc(&rec.command().join(" ")),
-        rec.duration_s(),
-        rec.host.samples
+        esc(&summary.command.join(" ")),
+        summary.duration_s,
+        summary.samples,
+        esc(&summary.job_end.to_string())
     );
     let times = column_times(rec);
     let steps: Vec<u64> = found
@@ -191,10 +195,10 @@ fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
         ));
         out.push_str("</figure>\n");
     }
-    let held_name = if rec.host.gpu_active_peak.is_some() {
-        "GPUActive"
-    } else {
-        "unaccounted"
+    let held_name = match summary.driver_held_peak {
+        Some(d) if d.pinned_shmem > 0 => format!("driver-held ({} + pinned shmem)", d.counter),
+        Some(d) => format!("driver-held ({})", d.counter),
+        None => "driver-held (not recorded)".into(),
     };
     out.push_str("<figure class=\"host\">");
     out.push_str(&chart(
@@ -206,7 +210,7 @@ fn section(name: &str, rec: &Recording, found: &[TimelineFinding]) -> String {
                 values: series_of(&times, rec.host.columns.iter().map(|c| c.mem_available)),
             },
             Line {
-                name: held_name,
+                name: &held_name,
                 color: HOST_COLOR,
                 values: series_of(&times, rec.host.columns.iter().map(|c| c.driver_held)),
             },
@@ -239,10 +243,11 @@ table{border-collapse:collapse;margin:1em 0} td,th{border:1px solid #ccc;padding
 tr.critical td{background:#fde0e0} tr.warning td{background:#fff3cd} .meta{color:#555} pre{background:#f6f6f6;padding:1em}\
 </style></head><body>\n<h1>gpuledger timelines</h1>\n<p>Blue: device-local (VRAM) resident bytes; red: host-class (GTT/system) resident bytes on that device; grey lines: allocator steps found by stepwise_growth.</p>\n",
     );
-    for (name, rec) in recs {
-        out.push_str(&section(name, rec, &analyze(rec)));
+    let summaries: Vec<RunSummary> = recs.iter().map(|(_, r)| RunSummary::of(r)).collect();
+    for ((name, rec), summary) in recs.iter().zip(&summaries) {
+        out.push_str(&section(name, rec, summary));
     }
-    if let [(a_name, a), (b_name, b)] = recs {
+    if let ([(a_name, _), (b_name, _)], [a, b]) = (recs, summaries.as_slice()) {
         let _ = write!(
             out,
             "<h2>A vs B</h2>\n<pre class=\"diff\">{}</pre>\n",

@@ -1,9 +1,11 @@
-//! `show`: the summary of a recording, as text or JSON.
+//! `show`: the summary of a recording, as text or JSON. Everything shown comes from one
+//! [`RunSummary`]; nothing is recomputed here.
 
 use super::safe_text::display_safe;
 use super::text_table::{render, Align};
-use crate::recording::Recording;
-use crate::timeline::{peaks, TimelineFinding};
+use crate::ledger::DriverHeld;
+use crate::recording::RecordedFinding;
+use crate::timeline::{JobEnd, KernelLine, RunSummary, TimelineFinding};
 use crate::units::{human_bytes, human_opt};
 use serde::Serialize;
 use std::fmt::Write;
@@ -21,98 +23,86 @@ struct PeakJson {
 #[derive(Serialize)]
 struct ShowJson<'a> {
     schema: &'static str,
-    command: Vec<String>,
+    command: &'a [String],
     duration_s: f64,
     samples: u64,
     exit_code: Option<i64>,
     signal: Option<i64>,
+    job_end: JobEnd,
+    job_end_text: String,
     peaks: Vec<PeakJson>,
     mem_available_low: Option<u64>,
     driver_held_peak: Option<u64>,
+    driver_held_parts: Option<DriverHeld>,
     gpu_active_peak: Option<u64>,
     unaccounted_peak: Option<u64>,
     findings: &'a [TimelineFinding],
-    kernel_log: Vec<KernelLine<'a>>,
+    recorded_findings: &'a [RecordedFinding],
+    kernel_log: &'a [KernelLine],
 }
 
-#[derive(Serialize)]
-struct KernelLine<'a> {
-    t_s: f64,
-    kind: &'a str,
-    message: &'a str,
-}
-
-/// JSON summary (`gpuledger.show/1`).
-pub fn render_json(rec: &Recording, findings: &[TimelineFinding]) -> String {
-    let num = |k: &str| rec.meta.get(k).and_then(|v| v.parse().ok());
+/// JSON summary (`gpuledger.show/1`; `job_end`, `driver_held_parts` and `recorded_findings`, with
+/// each finding's severity at its peak and its worst over time, were added without breaking it).
+pub fn render_json(s: &RunSummary) -> String {
+    let (exit_code, signal) = match s.job_end {
+        JobEnd::Exited { code, .. } => (Some(code), None),
+        JobEnd::Killed { signal, .. } => (None, Some(signal)),
+        _ => (None, None),
+    };
     let doc = ShowJson {
         schema: "gpuledger.show/1",
-        command: rec.command(),
-        duration_s: rec.duration_s(),
-        samples: rec.host.samples,
-        exit_code: num("exit_code"),
-        signal: num("signal"),
-        peaks: peaks(rec)
-            .into_iter()
+        command: &s.command,
+        duration_s: s.duration_s,
+        samples: s.samples,
+        exit_code,
+        signal,
+        job_end: s.job_end,
+        job_end_text: s.job_end.to_string(),
+        peaks: s
+            .peaks
+            .iter()
             .map(|p| PeakJson {
                 pid: p.pid,
                 rank: p.rank,
-                device: p.device,
+                device: p.device.clone(),
                 home: p.home,
                 device_local_peak: p.device_local,
                 host_peak: p.host,
             })
             .collect(),
-        mem_available_low: rec.host.mem_available_low,
-        driver_held_peak: rec.host.driver_held_peak,
-        gpu_active_peak: rec.host.gpu_active_peak,
-        unaccounted_peak: rec.host.unaccounted_peak,
-        findings,
-        kernel_log: rec
-            .kernel
-            .iter()
-            .map(|(i, kind, message)| KernelLine {
-                t_s: rec.t_s(*i),
-                kind,
-                message,
-            })
-            .collect(),
+        mem_available_low: s.mem_available_low,
+        driver_held_peak: s.driver_held_bytes(),
+        driver_held_parts: s.driver_held_peak,
+        gpu_active_peak: s.gpu_active_peak,
+        unaccounted_peak: s.unaccounted_peak,
+        findings: &s.timeline,
+        recorded_findings: &s.findings,
+        kernel_log: &s.kernel,
     };
     serde_json::to_string_pretty(&doc).expect("plain data") + "\n"
 }
 
-/// Text summary.
-pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) -> String {
-    let mut s = format!("Recording {name}\n");
-    let _ = writeln!(s, "  command   {}", display_safe(&rec.command().join(" ")));
-    let end = match (rec.meta.get("exit_code"), rec.meta.get("signal")) {
-        (Some(c), _) => format!("exit {c}"),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
-        _ => "still running or recorder killed".into(),
-    };
-    let _ = writeln!(
-        s,
-        "  duration  {:.1} s, {} samples every {} ms; job end: {end}",
-        rec.duration_s(),
-        rec.host.samples,
-        rec.meta
-            .get("interval_ms")
-            .map(String::as_str)
-            .unwrap_or("?")
-    );
-    if let Some(note) = rec.meta.get("note") {
-        let _ = writeln!(s, "  note      {}", display_safe(note));
+/// `GPUActive 25.9 GiB`, or with pinned shmem `26.0 GiB (unaccounted 0.3 GiB + pinned shmem 25.7 GiB)`.
+pub fn held_text(d: Option<DriverHeld>) -> String {
+    match d {
+        None => "not recorded".into(),
+        Some(d) if d.pinned_shmem == 0 => {
+            format!("{} ({})", human_bytes(d.bytes), d.counter.as_str())
+        }
+        Some(d) => format!(
+            "{} ({} {} + pinned shmem {})",
+            human_bytes(d.bytes),
+            d.counter.as_str(),
+            human_bytes(d.counter_bytes),
+            human_bytes(d.pinned_shmem)
+        ),
     }
-    let ranks: Vec<String> = rec
-        .processes
+}
+
+fn peaks_table(s: &RunSummary) -> String {
+    let rows: Vec<Vec<String>> = s
+        .peaks
         .iter()
-        .filter_map(|p| p.rank.map(|r| format!("{r} (pid {})", p.pid)))
-        .collect();
-    if !ranks.is_empty() {
-        let _ = writeln!(s, "  ranks     {}", ranks.join(", "));
-    }
-    let rows: Vec<Vec<String>> = peaks(rec)
-        .into_iter()
         .map(|p| {
             vec![
                 p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
@@ -123,56 +113,79 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
             ]
         })
         .collect();
-    s.push_str("\nPeaks by process and device (resident)\n");
     if rows.is_empty() {
-        s.push_str("  no GPU memory was recorded\n");
-    } else {
-        let h = [
-            ("RANK", Align::Right),
-            ("PID", Align::Right),
-            ("DEVICE (* home)", Align::Left),
-            ("LOCAL", Align::Right),
-            ("HOST", Align::Right),
-        ];
-        s.push_str(&render("  ", &h, &rows));
+        return "  no GPU memory was recorded\n".into();
     }
-    let (low, gpu, unacc) = (
-        rec.host.mem_available_low,
-        rec.host.gpu_active_peak,
-        rec.host.unaccounted_peak,
-    );
+    let h = [
+        ("RANK", Align::Right),
+        ("PID", Align::Right),
+        ("DEVICE (* home)", Align::Left),
+        ("LOCAL", Align::Right),
+        ("HOST", Align::Right),
+    ];
+    render("  ", &h, &rows)
+}
+
+/// Text summary.
+pub fn render_text(name: &str, s: &RunSummary) -> String {
+    let mut out = format!("Recording {name}\n");
+    let _ = writeln!(out, "  command   {}", display_safe(&s.command.join(" ")));
     let _ = writeln!(
-        s,
-        "\nHost\n  MemAvailable low {}   GPUActive peak {}   unaccounted peak {}",
-        human_opt(low),
-        human_opt(gpu),
-        human_opt(unacc)
+        out,
+        "  duration  {:.1} s, {} samples every {} ms; job end: {}",
+        s.duration_s,
+        s.samples,
+        s.interval_ms
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "?".into()),
+        s.job_end
     );
-    if !rec.kernel.is_empty() {
+    if let Some(note) = &s.note {
+        let _ = writeln!(out, "  note      {}", display_safe(note));
+    }
+    let ranks: Vec<String> = s
+        .ranks
+        .iter()
+        .map(|(r, pid)| format!("{r} (pid {pid})"))
+        .collect();
+    if !ranks.is_empty() {
+        let _ = writeln!(out, "  ranks     {}", ranks.join(", "));
+    }
+    out.push_str("\nPeaks by process and device (resident)\n");
+    out.push_str(&peaks_table(s));
+    let _ = writeln!(
+        out,
+        "\nHost\n  MemAvailable low {}   driver-held peak {}   GPUActive peak {}   unaccounted peak {}",
+        human_opt(s.mem_available_low),
+        held_text(s.driver_held_peak),
+        human_opt(s.gpu_active_peak),
+        human_opt(s.unaccounted_peak)
+    );
+    if !s.kernel.is_empty() {
         let _ = writeln!(
-            s,
+            out,
             "\nKernel log ({} page-allocation failures, {} OOM kills, {} driver lines)",
-            rec.kernel_count("page_allocation_failure"),
-            rec.kernel_count("oom_kill"),
-            rec.kernel_count("driver")
+            s.kernel_count("page_allocation_failure"),
+            s.kernel_count("oom_kill"),
+            s.kernel_count("driver")
         );
-        for (i, kind, msg) in rec.kernel.iter().take(20) {
+        for k in s.kernel.iter().take(20) {
             let _ = writeln!(
-                s,
+                out,
                 "  {:>7.1} s  {:<23}  {}",
-                rec.t_s(*i),
-                display_safe(kind),
-                display_safe(msg)
+                k.t_s,
+                display_safe(&k.kind),
+                display_safe(&k.message)
             );
         }
     }
-    s.push_str("\nTimeline findings\n");
-    if findings.is_empty() {
-        s.push_str("  none\n");
+    out.push_str("\nTimeline findings\n");
+    if s.timeline.is_empty() {
+        out.push_str("  none\n");
     }
-    for f in findings {
+    for f in &s.timeline {
         let _ = writeln!(
-            s,
+            out,
             "  {:<8}  {} at {:.1} s: {}",
             f.severity.as_str().to_uppercase(),
             f.kind.as_str(),
@@ -180,5 +193,5 @@ pub fn render_text(name: &str, rec: &Recording, findings: &[TimelineFinding]) ->
             display_safe(&f.message)
         );
     }
-    s
+    out
 }

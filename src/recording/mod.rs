@@ -1,22 +1,32 @@
 //! Recordings: a timeline of ledgers in one self-contained SQLite file.
 //!
-//! Schema version 2 (`meta.schema_version`):
+//! Schema version 3 (`meta.schema_version`):
 //! - `meta(key, value)`: schema_version, command (JSON array), root, interval_ms, started_ms,
 //!   gpuledger_version, kernel, and at the end exit_code / signal / ended_ms.
 //! - `samples(id, t_ms, mem_total, mem_available, gpu_active, gpu_reclaim, unaccounted, gpu_source,
-//!   processes)`: host counters, one row per sample.
+//!   processes, driver_held, held_counter, held_counter_bytes, pinned_shmem)`: host counters, one
+//!   row per sample, and the ledger's driver-held host memory (`HostTotals::driver_held`) with its
+//!   parts, so that readers never redefine it.
 //! - `processes(pid, comm, cmdline, rank, local_rank, env, first_sample, last_sample, labels)`;
 //!   `labels` is JSON: cgroup, pod, container, job.
 //! - `devices(id, json)`: the device as the snapshot saw it.
 //! - `series(id, pid, device, region, class)` and `points(series, sample, total, resident, shared)`:
 //!   a point is written only when a value changed, so plateaus cost nothing.
 //! - `findings(kind, pid, device, peer, …, first_sample, last_sample)`: one row per finding identity
-//!   with its peak bytes and worst severity.
+//!   with its peak bytes and, from the sample of that peak, its backing, message and `severity`
+//!   (so a recorded finding says what a snapshot of its peak says); `worst_severity` is the worst
+//!   over the whole recording, kept apart and labelled so wherever it is shown.
 //! - `kernel_log(sample, kind, message)`: kernel lines in the recording's window that match
 //!   page-allocation failures, the OOM killer or a GPU driver (`sources::kmsg`).
 //!
-//! Version 1 is the same layout, except that files written before `labels` and `kernel_log`
-//! existed lack them (they still said version 1); readers check for both instead of failing.
+//! Version 2 lacks the driver-held columns and `worst_severity`, and its `severity` is the worst
+//! over time. Reading it, driver-held is GPUActive, else the unaccounted residual (what it
+//! recorded: attributed pinned shmem was not kept), the stored severity becomes
+//! `worst_severity`, and a finding's severity at its peak is the one its backing implies
+//! (peer_mirror), else the stored one. Version 1 is version 2's layout, except that files written
+//! before `labels` and `kernel_log` existed lack them (they still said version 1); readers check
+//! for each optional part instead of failing. Kinds, severities and backings are read back as
+//! enums; a value this build does not know is an error naming it, never a default.
 //! Any change to the layout bumps the version; a version above [`SCHEMA_VERSION`] is refused with
 //! a message to upgrade.
 //!
@@ -32,6 +42,7 @@
 //! `read_series`), so memory does not grow with the recording's length.
 
 mod create;
+mod names;
 mod read;
 mod read_host;
 mod read_rows;
@@ -40,6 +51,7 @@ pub mod run;
 pub mod session;
 mod write;
 
+pub use names::{name_of, UnknownValue};
 pub use read::{open, RecordedFinding, RecordedProcess, Recording};
 pub use read_host::{HostColumn, HostSummary};
 pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
@@ -49,7 +61,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 /// The oldest schema version this build reads.
 pub const OLDEST_READABLE: i64 = 1;
 /// How often a recorder copies its WAL into the main file.
@@ -60,7 +72,7 @@ pub const PLOT_COLUMNS: usize = 1000;
 /// A recording that cannot be written or read.
 #[derive(Debug, Error)]
 pub enum RecordingError {
-    /// SQLite failed.
+    /// SQLite failed (`main` prints the cause after this line).
     #[error("recording {path}")]
     Sqlite {
         /// The file.
@@ -75,6 +87,14 @@ pub enum RecordingError {
         path: String,
         /// What was wrong.
         why: String,
+    },
+    /// A kind, severity, backing or counter name this build has no enum variant for.
+    #[error("recording {path} holds a value this gpuledger does not know")]
+    UnknownValue {
+        /// The file.
+        path: String,
+        /// The value and its column.
+        source: UnknownValue,
     },
     /// Written by a newer gpuledger.
     #[error("{path} was recorded by a newer gpuledger (schema version {found}; this one reads {OLDEST_READABLE} to {SCHEMA_VERSION}); upgrade gpuledger to read it")]
@@ -112,7 +132,8 @@ const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE samples(id INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, mem_total INTEGER,
   mem_available INTEGER, gpu_active INTEGER, gpu_reclaim INTEGER, unaccounted INTEGER,
-  gpu_source TEXT, processes INTEGER NOT NULL);
+  gpu_source TEXT, processes INTEGER NOT NULL, driver_held INTEGER, held_counter TEXT,
+  held_counter_bytes INTEGER, pinned_shmem INTEGER);
 CREATE TABLE processes(pid INTEGER PRIMARY KEY, comm TEXT NOT NULL, cmdline TEXT NOT NULL,
   rank INTEGER, local_rank INTEGER, env TEXT NOT NULL, first_sample INTEGER NOT NULL,
   last_sample INTEGER NOT NULL, labels TEXT NOT NULL DEFAULT '{}');
@@ -125,5 +146,8 @@ CREATE TABLE kernel_log(sample INTEGER NOT NULL, kind TEXT NOT NULL, message TEX
 CREATE TABLE findings(kind TEXT NOT NULL, pid INTEGER NOT NULL, device TEXT NOT NULL,
   peer TEXT NOT NULL, severity TEXT NOT NULL, rank INTEGER, bytes_peak INTEGER NOT NULL,
   backing TEXT, source TEXT, message TEXT NOT NULL, first_sample INTEGER NOT NULL,
-  last_sample INTEGER NOT NULL, PRIMARY KEY(kind, pid, device, peer));
+  last_sample INTEGER NOT NULL, worst_severity TEXT NOT NULL, PRIMARY KEY(kind, pid, device, peer));
 ";
+
+#[cfg(test)]
+mod tests;

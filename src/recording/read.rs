@@ -4,7 +4,8 @@
 use super::read_host::{fold_host, HostSummary};
 use super::read_rows::{self, Layout};
 use super::read_series::{fold_group, ClassSeries, Columns, Life};
-use super::{RecordingError, OLDEST_READABLE, SCHEMA_VERSION};
+use super::{RecordingError, UnknownValue, OLDEST_READABLE, SCHEMA_VERSION};
+use crate::findings::{Backing, Kind, Severity};
 use crate::ledger::MemClass;
 use crate::sources::drm_devices::DeviceInfo;
 use rusqlite::{Connection, OpenFlags};
@@ -35,12 +36,15 @@ pub struct RecordedProcess {
 }
 
 /// A finding as kept over a recording.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RecordedFinding {
-    /// Kind name.
-    pub kind: String,
-    /// Worst severity.
-    pub severity: String,
+    /// Kind.
+    pub kind: Kind,
+    /// Severity at the peak: what a snapshot of the peak moment says (for peer_mirror, the one
+    /// its backing implies).
+    pub severity: Severity,
+    /// Worst severity over the whole recording (shown only as "worst over time").
+    pub worst_severity: Severity,
     /// Pid.
     pub pid: Option<u32>,
     /// Rank.
@@ -52,7 +56,7 @@ pub struct RecordedFinding {
     /// Peak bytes.
     pub bytes_peak: u64,
     /// Backing at the peak.
-    pub backing: Option<String>,
+    pub backing: Option<Backing>,
     /// Message at the peak.
     pub message: String,
     /// First and last sample index.
@@ -146,7 +150,7 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         return Err(not("not a regular file".into()));
     }
     let conn = connect(path).map_err(|e| not(e.to_string()))?;
-    let layout = check(&conn, &p)?;
+    let mut layout = check(&conn, &p)?;
     let meta: BTreeMap<String, String> = (|| {
         let mut st = conn.prepare("SELECT key, value FROM meta")?;
         let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -166,7 +170,25 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
     if version < OLDEST_READABLE {
         return Err(not(format!("schema version {version} is unknown")));
     }
-    read_all(&conn, meta, layout).map_err(|source| RecordingError::Sqlite { path: p, source })
+    layout.version = version;
+    read_all(&conn, meta, layout).map_err(|source| read_error(p, source))
+}
+
+/// A value the reader could not convert to its enum is its own error, not SQLite's.
+fn read_error(path: String, source: rusqlite::Error) -> RecordingError {
+    match source {
+        rusqlite::Error::FromSqlConversionFailure(i, t, e) => match e.downcast::<UnknownValue>() {
+            Ok(unknown) => RecordingError::UnknownValue {
+                path,
+                source: *unknown,
+            },
+            Err(e) => RecordingError::Sqlite {
+                path,
+                source: rusqlite::Error::FromSqlConversionFailure(i, t, e),
+            },
+        },
+        source => RecordingError::Sqlite { path, source },
+    }
 }
 
 /// A finished recording is one file: open it immutable, so that SQLite creates no `-wal` or
@@ -231,6 +253,7 @@ fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
     Ok(Layout {
         labels,
         kernel_log: tables.contains("kernel_log"),
+        version: SCHEMA_VERSION,
     })
 }
 
@@ -256,7 +279,7 @@ fn read_all(
     };
     let processes = read_rows::processes(conn, cols, layout)?;
     let devices = read_rows::devices(conn)?;
-    let findings = read_rows::findings(conn, cols)?;
+    let findings = read_rows::findings(conn, cols, layout)?;
     let (kernel, kernel_counts) = read_rows::kernel(conn, cols, layout)?;
     let series = read_series(conn, &processes, cols)?;
     let end_job = processes.iter().map(|p| p.last).max();
@@ -269,7 +292,7 @@ fn read_all(
         wanted.extend(s.last_up);
         wanted.extend(s.steps.values().map(|st| st.first));
     }
-    let (host, times) = fold_host(conn, cols, end_job, &wanted)?;
+    let (host, times) = fold_host(conn, cols, layout, end_job, &wanted)?;
     Ok(Recording {
         meta,
         host,

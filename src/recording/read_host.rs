@@ -1,8 +1,11 @@
 //! Folding a recording's host samples, in one pass in id order, into totals, extremes, plot
 //! columns and the times of the few sample indices the analysis names.
 
+use super::names;
+use super::read_rows::Layout;
 use super::read_series::Columns;
-use rusqlite::Connection;
+use crate::ledger::{DriverHeld, HostTotals};
+use rusqlite::{Connection, Row};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Host counters of one plot column.
@@ -12,7 +15,7 @@ pub struct HostColumn {
     pub t_ms: u64,
     /// MemAvailable (min, max); 0 where not known.
     pub mem_available: (u64, u64),
-    /// Driver-held host memory (min, max): GPUActive when the kernel has it, else unaccounted.
+    /// Driver-held host memory (min, max), the ledger's definition as recorded per sample.
     pub driver_held: (u64, u64),
 }
 
@@ -27,8 +30,10 @@ pub struct HostSummary {
     pub last_ms: u64,
     /// MemAvailable low point.
     pub mem_available_low: Option<u64>,
-    /// Driver-held host memory peak (GPUActive, else unaccounted, per sample).
-    pub driver_held_peak: Option<u64>,
+    /// Driver-held host memory at its peak sample, with its parts (the ledger's
+    /// `HostTotals::driver_held` as recorded; for version 1 and 2 files rebuilt from the counters
+    /// they kept, which lack attributed pinned shmem).
+    pub driver_held_peak: Option<DriverHeld>,
     /// GPUActive peak.
     pub gpu_active_peak: Option<u64>,
     /// Unaccounted peak.
@@ -60,6 +65,7 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 pub(super) fn fold_host(
     conn: &Connection,
     cols: Columns,
+    layout: Layout,
     end_job: Option<usize>,
     wanted: &BTreeSet<usize>,
 ) -> rusqlite::Result<(HostSummary, BTreeMap<usize, u64>)> {
@@ -67,22 +73,30 @@ pub(super) fn fold_host(
     let mut times = BTreeMap::new();
     let mut columns: Vec<Option<HostColumn>> = vec![None; cols.len()];
     let (mut during, mut after) = (None, None);
-    let mut st = conn.prepare(
-        "SELECT id, t_ms, mem_available, gpu_active, unaccounted FROM samples ORDER BY id",
-    )?;
+    let held_columns = if layout.has_driver_held() {
+        "driver_held, held_counter, held_counter_bytes, pinned_shmem"
+    } else {
+        "NULL, NULL, NULL, NULL"
+    };
+    let mut st = conn.prepare(&format!(
+        "SELECT id, t_ms, mem_available, gpu_active, unaccounted, gpu_source, {held_columns} FROM samples ORDER BY id",
+    ))?;
     let mut rows = st.query([])?;
     while let Some(r) = rows.next()? {
         let i = cols.index(r.get(0)?);
         let t = r.get::<_, i64>(1)?.max(0) as u64;
         let (avail, gpu, unacc) = (u(r.get(2)?), u(r.get(3)?), u(r.get(4)?));
-        let held = gpu.or(unacc);
+        let parts = driver_held(r, layout)?;
+        if parts.map(|p| p.bytes) > h.driver_held_peak.map(|p| p.bytes) {
+            h.driver_held_peak = parts;
+        }
+        let held = parts.map(|p| p.bytes);
         if h.samples == 0 {
             h.first_ms = t;
         }
         h.samples += 1;
         h.last_ms = t;
         h.mem_available_low = min_opt(h.mem_available_low, avail);
-        h.driver_held_peak = max_opt(h.driver_held_peak, held);
         h.gpu_active_peak = max_opt(h.gpu_active_peak, gpu);
         h.unaccounted_peak = max_opt(h.unaccounted_peak, unacc);
         match end_job {
@@ -107,6 +121,37 @@ pub(super) fn fold_host(
     h.held_around_exit = during.zip(after);
     h.columns = fill_gaps(columns, &h);
     Ok((h, times))
+}
+
+/// The sample's driver-held host memory: as recorded (version 3), else the ledger's definition
+/// applied to the counters the file kept.
+fn driver_held(r: &Row, layout: Layout) -> rusqlite::Result<Option<DriverHeld>> {
+    let (gpu, unacc) = (u(r.get(3)?), u(r.get(4)?));
+    if !layout.has_driver_held() {
+        let totals = HostTotals {
+            gpu_active: gpu,
+            gpu_active_source: r.get(5)?,
+            unaccounted: unacc,
+            ..HostTotals::default()
+        };
+        return Ok(totals.driver_held());
+    }
+    let (Some(bytes), Some(name)) = (u(r.get(6)?), r.get::<_, Option<String>>(7)?) else {
+        return Ok(None);
+    };
+    let counter = names::counter(&name).map_err(|e| names::conversion(7, e))?;
+    let counter_bytes = u(r.get(8)?).unwrap_or(bytes);
+    let other_unaccounted = match counter {
+        crate::ledger::HeldCounter::Unaccounted => None,
+        _ => unacc.map(|x| x.saturating_sub(counter_bytes)),
+    };
+    Ok(Some(DriverHeld {
+        bytes,
+        counter,
+        counter_bytes,
+        pinned_shmem: u(r.get(9)?).unwrap_or(0),
+        other_unaccounted,
+    }))
 }
 
 /// Columns with no sample (ids with gaps) take the previous column's values.

@@ -1,7 +1,9 @@
 //! Reading the small tables of a recording: processes, devices, findings, kernel lines.
 
+use super::names;
 use super::read::{RecordedFinding, RecordedProcess};
 use super::read_series::Columns;
+use crate::findings::{Backing, Kind, Severity};
 use crate::sources::drm_devices::DeviceInfo;
 use rusqlite::Connection;
 use std::collections::BTreeMap;
@@ -14,6 +16,15 @@ pub(super) const KERNEL_LINES: usize = 1000;
 pub(super) struct Layout {
     pub labels: bool,
     pub kernel_log: bool,
+    /// `meta.schema_version`.
+    pub version: i64,
+}
+
+impl Layout {
+    /// Version 3 added the driver-held sample columns and `findings.worst_severity`.
+    pub fn has_driver_held(self) -> bool {
+        self.version >= 3
+    }
 }
 
 pub(super) fn processes(
@@ -48,29 +59,65 @@ pub(super) fn devices(conn: &Connection) -> rusqlite::Result<Vec<DeviceInfo>> {
         .collect())
 }
 
-pub(super) fn findings(conn: &Connection, cols: Columns) -> rusqlite::Result<Vec<RecordedFinding>> {
-    let mut st = conn.prepare(
-        "SELECT kind, severity, pid, rank, device, peer, bytes_peak, backing, message, first_sample, last_sample FROM findings ORDER BY first_sample, kind, pid",
-    )?;
+pub(super) fn findings(
+    conn: &Connection,
+    cols: Columns,
+    layout: Layout,
+) -> rusqlite::Result<Vec<RecordedFinding>> {
+    let worst = if layout.has_driver_held() {
+        "worst_severity"
+    } else {
+        "severity"
+    };
+    let mut st = conn.prepare(&format!(
+        "SELECT kind, severity, pid, rank, device, peer, bytes_peak, backing, message, first_sample, last_sample, {worst} FROM findings ORDER BY first_sample, kind, pid",
+    ))?;
     let rows = st.query_map([], |r| {
         let pid: i64 = r.get(2)?;
         let device: String = r.get(4)?;
         let peer: String = r.get(5)?;
+        let kind = names::kind(&r.get::<_, String>(0)?).map_err(|e| names::conversion(0, e))?;
+        let stored =
+            names::severity(&r.get::<_, String>(1)?).map_err(|e| names::conversion(1, e))?;
+        let backing = r
+            .get::<_, Option<String>>(7)?
+            .map(|b| names::backing(&b).map_err(|e| names::conversion(7, e)))
+            .transpose()?;
+        let worst_severity =
+            names::severity(&r.get::<_, String>(11)?).map_err(|e| names::conversion(11, e))?;
+        let severity = if layout.has_driver_held() {
+            stored
+        } else {
+            severity_at_peak_v2(kind, backing, stored)
+        };
         Ok(RecordedFinding {
-            kind: r.get(0)?,
-            severity: r.get(1)?,
+            kind,
+            severity,
+            worst_severity,
             pid: u32::try_from(pid).ok(),
             rank: r.get(3)?,
             device: (!device.is_empty()).then_some(device),
             peer: (!peer.is_empty()).then_some(peer),
             bytes_peak: r.get::<_, i64>(6)?.max(0) as u64,
-            backing: r.get(7)?,
+            backing,
             message: r.get(8)?,
             first: cols.index(r.get(9)?),
             last: cols.index(r.get(10)?),
         })
     })?;
     rows.collect()
+}
+
+/// Versions 1 and 2 stored only the worst severity over time; the severity at the peak of a
+/// peer_mirror is the one its backing at the peak implies (`findings::peer_mirror::severity_of`:
+/// pinned critical, unknown warning, not pinned info); other kinds keep the stored one.
+fn severity_at_peak_v2(kind: Kind, backing: Option<Backing>, stored: Severity) -> Severity {
+    match (kind, backing) {
+        (Kind::PeerMirror, Some(Backing::Pinned)) => Severity::Critical,
+        (Kind::PeerMirror, Some(Backing::Unknown)) => Severity::Warning,
+        (Kind::PeerMirror, Some(Backing::NotPinned)) => Severity::Info,
+        _ => stored,
+    }
 }
 
 /// The first [`KERNEL_LINES`] kernel lines and the count of each kind.

@@ -99,9 +99,11 @@ impl Recorder {
         };
         let tx = self.conn.transaction().map_err(&err)?;
         let h = &ledger.host;
+        let held = h.driver_held();
         tx.execute(
-            "INSERT INTO samples(t_ms, mem_total, mem_available, gpu_active, gpu_reclaim, unaccounted, gpu_source, processes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO samples(t_ms, mem_total, mem_available, gpu_active, gpu_reclaim, unaccounted, gpu_source, processes,
+               driver_held, held_counter, held_counter_bytes, pinned_shmem)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 ledger.time_ms as i64,
                 to_i64(h.mem_total),
@@ -110,7 +112,11 @@ impl Recorder {
                 to_i64(h.gpu_reclaim),
                 to_i64(h.unaccounted),
                 h.gpu_active_source,
-                ledger.processes.len() as i64
+                ledger.processes.len() as i64,
+                to_i64(held.map(|d| d.bytes)),
+                held.map(|d| d.counter.as_str()),
+                to_i64(held.map(|d| d.counter_bytes)),
+                to_i64(held.map(|d| d.pinned_shmem))
             ],
         )
         .map_err(&err)?;
@@ -182,15 +188,18 @@ impl Recorder {
             }
         }
         for f in findings {
+            // Backing, message and severity all come from the sample of the peak, so the recorded
+            // finding says what a snapshot of that moment says; the worst over time is kept apart.
             tx.execute(
-                "INSERT INTO findings(kind, pid, device, peer, severity, rank, bytes_peak, backing, source, message, first_sample, last_sample)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+                "INSERT INTO findings(kind, pid, device, peer, severity, rank, bytes_peak, backing, source, message, first_sample, last_sample, worst_severity)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?5)
                  ON CONFLICT(kind, pid, device, peer) DO UPDATE SET
                    last_sample = excluded.last_sample,
                    message = CASE WHEN excluded.bytes_peak >= bytes_peak THEN excluded.message ELSE message END,
                    backing = CASE WHEN excluded.bytes_peak >= bytes_peak THEN excluded.backing ELSE backing END,
-                   severity = CASE WHEN excluded.severity = 'critical' OR severity = 'critical' THEN 'critical'
-                                   WHEN excluded.severity = 'warning' OR severity = 'warning' THEN 'warning'
+                   severity = CASE WHEN excluded.bytes_peak >= bytes_peak THEN excluded.severity ELSE severity END,
+                   worst_severity = CASE WHEN excluded.worst_severity = 'critical' OR worst_severity = 'critical' THEN 'critical'
+                                   WHEN excluded.worst_severity = 'warning' OR worst_severity = 'warning' THEN 'warning'
                                    ELSE 'info' END,
                    bytes_peak = MAX(bytes_peak, excluded.bytes_peak)",
                 params![
@@ -201,7 +210,7 @@ impl Recorder {
                     f.severity.as_str(),
                     f.rank,
                     to_i64(Some(f.bytes)),
-                    f.backing.map(|b| serde_json::to_value(b).expect("enum").as_str().unwrap_or_default().to_string()),
+                    f.backing.map(super::names::name_of),
                     f.source,
                     f.message,
                     sample

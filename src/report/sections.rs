@@ -3,9 +3,10 @@
 use super::escape::{code, code_cell, fenced, text, visible};
 use super::steps;
 use super::{ReportInput, Template};
-use crate::findings::{Kind, Severity};
+use crate::findings::Kind;
 use crate::ledger::{classify, Ledger, UsageSource};
-use crate::timeline::{self, diff};
+use crate::recording::Recording;
+use crate::timeline::{diff, RunSummary};
 use crate::units::{human_bytes, human_opt};
 use std::fmt::Write;
 
@@ -241,60 +242,79 @@ fn findings(input: &ReportInput) -> String {
 
 fn recordings(input: &ReportInput) -> String {
     let mut t = String::new();
-    for (name, rec) in input.recordings {
+    let summaries: Vec<RunSummary> = input
+        .recordings
+        .iter()
+        .map(|(_, rec)| RunSummary::of(rec))
+        .collect();
+    for ((name, rec), summary) in input.recordings.iter().zip(&summaries) {
+        t.push_str(&recording(name, rec, summary));
+    }
+    if let ([(a_name, _), (b_name, _)], [a, b]) = (input.recordings, summaries.as_slice()) {
+        t.push_str(&bad_vs_good(a_name, b_name, &diff::diff(a, b)));
+    }
+    t
+}
+
+/// One recording's heading, peaks and timeline findings.
+fn recording(name: &str, rec: &Recording, s: &RunSummary) -> String {
+    let mut t = format!(
+        "#### Recording {}: {}, {:.1} s, {} samples; job end: {}\n\n",
+        code(name),
+        steps::what_ran(rec),
+        s.duration_s,
+        s.samples,
+        text(&s.job_end.to_string())
+    );
+    t.push_str(
+        "| rank | pid | device | peak device-local | peak host-class |\n|---|---|---|---|---|\n",
+    );
+    for p in &s.peaks {
         let _ = writeln!(
             t,
-            "#### Recording {}: {}, {:.1} s, {} samples\n",
-            code(name),
-            steps::what_ran(rec),
-            rec.duration_s(),
-            rec.host.samples
+            "| {} | {} | {}{} | {} | {} |",
+            p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+            p.pid,
+            text(&p.device),
+            if p.home { " (home)" } else { "" },
+            human_bytes(p.device_local),
+            human_bytes(p.host)
         );
-        t.push_str("| rank | pid | device | peak device-local | peak host-class |\n|---|---|---|---|---|\n");
-        for p in timeline::peaks(rec) {
-            let _ = writeln!(
-                t,
-                "| {} | {} | {}{} | {} | {} |",
-                p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
-                p.pid,
-                text(&p.device),
-                if p.home { " (home)" } else { "" },
-                human_bytes(p.device_local),
-                human_bytes(p.host)
-            );
-        }
-        let found = timeline::analyze(rec);
-        if !found.is_empty() {
-            t.push('\n');
-        }
-        for f in found.iter().filter(|f| f.severity >= Severity::Info) {
-            let _ = writeln!(
-                t,
-                "- `{}` at {:.1} s: {}",
-                f.kind.as_str(),
-                f.t_s,
-                text(&f.message)
-            );
-        }
+    }
+    if !s.timeline.is_empty() {
         t.push('\n');
     }
-    if let [(a_name, a), (b_name, b)] = input.recordings {
-        let d = diff::diff(a, b);
+    for f in &s.timeline {
         let _ = writeln!(
             t,
-            "#### Bad vs good\n\n| | A = {} | B = {} |\n|---|---|---|",
-            code_cell(a_name),
-            code_cell(b_name)
+            "- **{}** `{}` at {:.1} s: {}",
+            f.severity.as_str(),
+            f.kind.as_str(),
+            f.t_s,
+            text(&f.message)
         );
-        let show = |v: &diff::Value| match v {
-            diff::Value::Bytes(b) => human_opt(*b),
-            diff::Value::Seconds(s) => format!("{s:.1} s"),
-            diff::Value::Text(x) => text(x),
-        };
-        for r in &d.rows {
-            let _ = writeln!(t, "| {} | {} | {} |", text(&r.what), show(&r.a), show(&r.b));
-        }
-        let _ = writeln!(t, "\n{}\n", text(&d.verdict));
+    }
+    t.push('\n');
+    t
+}
+
+/// The diff table, its warning when the runs differ, and its verdict.
+fn bad_vs_good(a_name: &str, b_name: &str, d: &diff::Diff) -> String {
+    let mut t = format!(
+        "#### Bad vs good\n\n| | A = {} | B = {} |\n|---|---|---|\n",
+        code_cell(a_name),
+        code_cell(b_name)
+    );
+    let show = |v: &diff::Value| match v {
+        diff::Value::Bytes(b) => human_opt(*b),
+        diff::Value::Seconds(s) => format!("{s:.1} s"),
+        diff::Value::Text(x) => text(x),
+    };
+    for r in &d.rows {
+        let _ = writeln!(t, "| {} | {} | {} |", text(&r.what), show(&r.a), show(&r.b));
+    }
+    for line in d.warning.iter().chain(&d.verdict) {
+        let _ = writeln!(t, "\n{}\n", text(line));
     }
     t
 }

@@ -1,8 +1,8 @@
 //! `diff`: the seed's bad-vs-good table, computed from two recordings.
 
-use super::peer_host_by_process;
+use super::{PeerHost, Registrations, RunSummary};
 use crate::outputs::text_table::{render, Align};
-use crate::recording::Recording;
+use crate::recording::RecordedFinding;
 use crate::units::human_bytes;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,92 +45,147 @@ pub struct Row {
 pub struct Diff {
     /// Rows.
     pub rows: Vec<Row>,
-    /// One line naming the run that shows the peer-mirror pinning, and by how much.
-    pub verdict: String,
+    /// What each run's peer-device registrations were.
+    pub registrations: [Registrations; 2],
+    /// Each run's peer_mirror findings, as recorded (severity at the peak).
+    pub peer_mirrors: [Vec<RecordedFinding>; 2],
+    /// Set when A and B ran different jobs: the table is still worth reading, a verdict is not.
+    pub warning: Option<String>,
+    /// One line naming the run that shows the peer-mirror pinning and by how much; `None` when
+    /// the runs are not comparable.
+    pub verdict: Option<String>,
 }
 
-fn driver_held_peak(r: &Recording) -> (Option<u64>, &'static str) {
-    match r.host.gpu_active_peak {
-        Some(v) => (Some(v), "GPUActive"),
-        None => (r.host.unaccounted_peak, "unaccounted"),
-    }
-}
-
-fn exit_text(r: &Recording) -> String {
-    match (r.meta.get("exit_code"), r.meta.get("signal")) {
-        (Some(c), _) => format!("exit {c}"),
-        (None, Some(s)) => format!("killed by signal {s}"),
-        _ => "not recorded".into(),
-    }
-}
-
-fn env_of(r: &Recording) -> BTreeMap<String, String> {
-    r.processes
+/// The words of a recorded command that name the job. The simulator's `--backing VALUE` is the
+/// configuration under test (like an environment variable of a real run), not another job.
+fn job_words(s: &RunSummary) -> Vec<String> {
+    let words: Vec<String> = s
+        .command
         .iter()
-        .find(|p| !p.env.is_empty())
-        .map(|p| p.env.clone())
-        .unwrap_or_default()
+        .flat_map(|c| c.split_whitespace())
+        .map(str::to_owned)
+        .collect();
+    if words.first().map(String::as_str) != Some("simulate") {
+        return words;
+    }
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        if w == "--backing" {
+            it.next();
+        } else if !w.starts_with("--backing=") {
+            out.push(w);
+        }
+    }
+    out
 }
 
-fn pinned_mirror(r: &Recording) -> bool {
-    r.findings
-        .iter()
-        .any(|f| f.kind == "peer_mirror" && f.backing.as_deref() == Some("pinned"))
+/// Why A and B are not the same job, if they are not.
+fn different_jobs(a: &RunSummary, b: &RunSummary) -> Option<String> {
+    let (ra, rb) = (a.rank_count(), b.rank_count());
+    if ra != rb {
+        return Some(format!(
+            "warning: A and B ran different jobs ({ra} ranks vs {rb}): compare the table, there is no verdict"
+        ));
+    }
+    let (ja, jb) = (job_words(a), job_words(b));
+    (ja != jb).then(|| {
+        format!(
+            "warning: A and B ran different jobs (`{}` vs `{}`): compare the table, there is no verdict",
+            ja.join(" "),
+            jb.join(" ")
+        )
+    })
 }
 
 /// Compares run A with run B.
-pub fn diff(a: &Recording, b: &Recording) -> Diff {
-    let mut rows = Vec::new();
-    let (pa, pb) = (peer_host_by_process(a), peer_host_by_process(b));
-    let ranks: BTreeSet<Option<u32>> = pa
-        .iter()
-        .chain(&pb)
-        .map(|(_, r, _)| *r)
-        .filter(Option::is_some)
-        .collect();
-    let peer_total = |v: &[(u32, Option<u32>, u64)]| v.iter().map(|x| x.2).sum::<u64>();
-    for rank in &ranks {
-        let get = |v: &[(u32, Option<u32>, u64)]| v.iter().find(|x| x.1 == *rank).map(|x| x.2);
-        rows.push(Row {
-            what: format!("peer-fd host-class resident, rank {}", rank.unwrap_or(0)),
-            a: Value::Bytes(get(&pa)),
-            b: Value::Bytes(get(&pb)),
-        });
+pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
+    let mut rows = peer_rows(a, b);
+    rows.extend(host_rows(a, b));
+    rows.extend(context_rows(a, b));
+    let warning = different_jobs(a, b);
+    let verdict = match warning {
+        Some(_) => None,
+        None => Some(verdict(a, b)),
+    };
+    Diff {
+        rows,
+        registrations: [a.registrations(), b.registrations()],
+        peer_mirrors: [
+            a.peer_mirrors().cloned().collect(),
+            b.peer_mirrors().cloned().collect(),
+        ],
+        warning,
+        verdict,
     }
+}
+
+fn peer_rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
+    let ranks: BTreeSet<u32> = a
+        .peer_host
+        .iter()
+        .chain(&b.peer_host)
+        .filter_map(|p| p.rank)
+        .collect();
+    fn get(s: &RunSummary, rank: u32) -> Option<&PeerHost> {
+        s.peer_host.iter().find(|p| p.rank == Some(rank))
+    }
+    let mut rows: Vec<Row> = ranks
+        .iter()
+        .map(|rank| Row {
+            what: format!("peer-fd host-class resident, rank {rank}"),
+            a: Value::Bytes(get(a, *rank).map(|p| p.bytes)),
+            b: Value::Bytes(get(b, *rank).map(|p| p.bytes)),
+        })
+        .collect();
     if ranks.is_empty() {
         rows.push(Row {
             what: "peer-fd host-class resident, all processes".into(),
-            a: Value::Bytes(Some(peer_total(&pa))),
-            b: Value::Bytes(Some(peer_total(&pb))),
+            a: Value::Bytes(Some(a.peer_host_total())),
+            b: Value::Bytes(Some(b.peer_host_total())),
         });
     }
-    let (ha, sa) = driver_held_peak(a);
-    let (hb, sb) = driver_held_peak(b);
-    let source = if sa == sb {
-        sa.to_string()
-    } else {
-        format!("{sa} / {sb}")
+    rows
+}
+
+fn host_rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
+    let counter = |s: &RunSummary| {
+        s.driver_held_peak
+            .map_or("no host counter", |d| d.counter.as_str())
     };
-    rows.push(Row {
+    let (ca, cb) = (counter(a), counter(b));
+    let source = if ca == cb {
+        ca.to_string()
+    } else {
+        format!("{ca} / {cb}")
+    };
+    let mut rows = vec![Row {
         what: format!("driver-held host memory, peak ({source})"),
-        a: Value::Bytes(ha),
-        b: Value::Bytes(hb),
-    });
-    let low = |r: &Recording| r.host.mem_available_low;
+        a: Value::Bytes(a.driver_held_bytes()),
+        b: Value::Bytes(b.driver_held_bytes()),
+    }];
+    let pinned = |s: &RunSummary| s.driver_held_peak.map(|d| d.pinned_shmem);
+    if pinned(a).unwrap_or(0) + pinned(b).unwrap_or(0) > 0 {
+        rows.push(Row {
+            what: "  of it pinned shmem, at the peak".into(),
+            a: Value::Bytes(pinned(a)),
+            b: Value::Bytes(pinned(b)),
+        });
+    }
     rows.push(Row {
         what: "MemAvailable, low point".into(),
-        a: Value::Bytes(low(a)),
-        b: Value::Bytes(low(b)),
+        a: Value::Bytes(a.mem_available_low),
+        b: Value::Bytes(b.mem_available_low),
     });
     rows.push(Row {
         what: "duration".into(),
-        a: Value::Seconds(a.duration_s()),
-        b: Value::Seconds(b.duration_s()),
+        a: Value::Seconds(a.duration_s),
+        b: Value::Seconds(b.duration_s),
     });
     rows.push(Row {
         what: "job end".into(),
-        a: Value::Text(exit_text(a)),
-        b: Value::Text(exit_text(b)),
+        a: Value::Text(a.job_end.to_string()),
+        b: Value::Text(b.job_end.to_string()),
     });
     for (kind, what) in [
         (
@@ -149,94 +204,83 @@ pub fn diff(a: &Recording, b: &Recording) -> Diff {
             });
         }
     }
-    let (ea, eb) = (env_of(a), env_of(b));
-    let keys: BTreeSet<&String> = ea.keys().chain(eb.keys()).collect();
-    for k in keys.into_iter().filter(|k| ea.get(*k) != eb.get(*k)) {
-        let show = |e: &BTreeMap<String, String>| {
-            Value::Text(e.get(k).cloned().unwrap_or_else(|| "unset".into()))
-        };
-        rows.push(Row {
-            what: format!("environment {k}"),
-            a: show(&ea),
-            b: show(&eb),
-        });
-    }
-    let packages = |r: &Recording| -> BTreeMap<String, String> {
-        r.meta
-            .get("packages")
-            .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_default()
-    };
-    let (ka, kb) = (packages(a), packages(b));
-    let names: BTreeSet<&String> = ka.keys().chain(kb.keys()).collect();
-    for n in names.into_iter().filter(|n| ka.get(*n) != kb.get(*n)) {
-        let show = |p: &BTreeMap<String, String>| {
-            Value::Text(p.get(n).cloned().unwrap_or_else(|| "not installed".into()))
-        };
-        rows.push(Row {
-            what: format!("package {n}"),
-            a: show(&ka),
-            b: show(&kb),
-        });
-    }
-    for key in ["kernel", "gpuledger_version"] {
-        let (x, y) = (a.meta.get(key), b.meta.get(key));
-        if x != y {
-            let t = |v: Option<&String>| {
-                Value::Text(v.cloned().unwrap_or_else(|| "not recorded".into()))
-            };
-            rows.push(Row {
-                what: key.replace('_', " "),
-                a: t(x),
-                b: t(y),
-            });
-        }
-    }
-    let verdict = verdict(
-        pinned_mirror(a),
-        pinned_mirror(b),
-        ha,
-        hb,
-        peer_total(&pa),
-        peer_total(&pb),
-    );
-    Diff { rows, verdict }
+    rows
 }
 
-fn verdict(
-    pin_a: bool,
-    pin_b: bool,
-    ha: Option<u64>,
-    hb: Option<u64>,
-    peer_a: u64,
-    peer_b: u64,
-) -> String {
-    let held = |h: Option<u64>| h.map(human_bytes).unwrap_or_else(|| "unknown".into());
-    let (bad, good, hbad, hgood, pbad, pgood) = match (pin_a, pin_b) {
-        (true, false) => ("A", "B", ha, hb, peer_a, peer_b),
-        (false, true) => ("B", "A", hb, ha, peer_b, peer_a),
-        (true, true) => return format!(
-            "both runs show the peer-mirror pinning (driver-held host memory peaked at {} in A and {} in B)",
-            held(ha),
-            held(hb)
-        ),
-        (false, false) => return format!(
-            "neither run shows pinned peer mirrors (driver-held host memory peaked at {} in A and {} in B)",
-            held(ha),
-            held(hb)
-        ),
+/// Rows for one map's keys whose values differ between A and B.
+fn differing(
+    prefix: &str,
+    x: &BTreeMap<String, String>,
+    y: &BTreeMap<String, String>,
+    absent: &str,
+) -> Vec<Row> {
+    let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+    keys.into_iter()
+        .filter(|k| x.get(*k) != y.get(*k))
+        .map(|k| {
+            let show = |m: &BTreeMap<String, String>| {
+                Value::Text(m.get(k).cloned().unwrap_or_else(|| absent.into()))
+            };
+            Row {
+                what: format!("{prefix}{k}"),
+                a: show(x),
+                b: show(y),
+            }
+        })
+        .collect()
+}
+
+/// Rows for what differs around the runs: environment, packages, kernel, gpuledger.
+fn context_rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
+    let mut rows = differing("environment ", &a.env, &b.env, "unset");
+    rows.extend(differing(
+        "package ",
+        &a.packages,
+        &b.packages,
+        "not installed",
+    ));
+    rows.extend(differing("", &a.versions, &b.versions, "not recorded"));
+    rows
+}
+
+fn verdict(a: &RunSummary, b: &RunSummary) -> String {
+    let held = |s: &RunSummary| {
+        s.driver_held_bytes()
+            .map(human_bytes)
+            .unwrap_or_else(|| "unknown".into())
     };
-    let factor = match (hbad, hgood) {
+    let peaked = format!(
+        "driver-held host memory peaked at {} in A and {} in B",
+        held(a),
+        held(b)
+    );
+    let (bad, good, sbad, sgood) = match (a.registrations(), b.registrations()) {
+        (Registrations::Pinned, Registrations::Pinned) => {
+            return format!("both runs show the peer-mirror pinning ({peaked})")
+        }
+        (Registrations::Pinned, _) => ("A", "B", a, b),
+        (_, Registrations::Pinned) => ("B", "A", b, a),
+        _ => return format!("neither run shows pinned peer mirrors ({peaked})"),
+    };
+    let factor = match (sbad.driver_held_bytes(), sgood.driver_held_bytes()) {
         (Some(x), Some(y)) if y > 0 => format!(" ({:.0}×)", x as f64 / y as f64),
         _ => String::new(),
     };
-    format!(
-        "{bad} shows the peer-mirror pinning: driver-held host memory peaked at {} vs {} in {good}{factor}, with peer-fd host-class bytes {} vs {}: in {good} the registrations are bookkeeping only",
-        held(hbad),
-        held(hgood),
-        human_bytes(pbad),
-        human_bytes(pgood)
-    )
+    let head = format!(
+        "{bad} shows the peer-mirror pinning: driver-held host memory peaked at {} vs {} in {good}{factor}",
+        held(sbad),
+        held(sgood)
+    );
+    let tail = match sgood.registrations() {
+        Registrations::NotPinned => format!(
+            ", with peer-fd host-class bytes {} vs {}: in {good} the registrations are bookkeeping only",
+            human_bytes(sbad.peer_host_total()),
+            human_bytes(sgood.peer_host_total())
+        ),
+        Registrations::None => format!("; {good} shows no peer-device registrations at all"),
+        _ => format!("; in {good} host counters could not tell whether the registrations are pinned"),
+    };
+    head + &tail
 }
 
 /// Renders the table and the verdict.
@@ -264,26 +308,81 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         ("B", Align::Right),
         ("B - A", Align::Right),
     ];
-    format!(
-        "A = {a_name}\nB = {b_name}\n\n{}\n{}\n",
-        render("  ", &headers, &rows),
-        d.verdict
-    )
+    let mut out = format!(
+        "A = {a_name}\nB = {b_name}\n\n{}\n",
+        render("  ", &headers, &rows)
+    );
+    for line in d.warning.iter().chain(&d.verdict) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::{Backing, Kind, Severity};
+    use crate::recording::Recording;
+    use crate::timeline::Peak;
 
-    fn rec(packages: &str) -> Recording {
-        Recording {
+    fn rec(packages: &str) -> RunSummary {
+        RunSummary::of(&Recording {
             meta: [
                 ("packages".to_string(), packages.to_string()),
                 ("exit_code".to_string(), "0".to_string()),
             ]
             .into(),
             ..Recording::default()
+        })
+    }
+
+    fn mirror(backing: Backing, severity: Severity) -> RecordedFinding {
+        RecordedFinding {
+            kind: Kind::PeerMirror,
+            severity,
+            worst_severity: severity,
+            pid: Some(10),
+            rank: Some(0),
+            device: Some("0000:03:00.0".into()),
+            peer: Some("0000:04:00.0".into()),
+            bytes_peak: 18 << 30,
+            backing: Some(backing),
+            message: "m".into(),
+            first: 1,
+            last: 5,
         }
+    }
+
+    /// A run of `command` with `ranks` ranks and these peer_mirror backings.
+    fn run(command: &str, ranks: u32, backings: &[Backing]) -> RunSummary {
+        let rec = Recording {
+            meta: [
+                (
+                    "command".to_string(),
+                    serde_json::json!([command]).to_string(),
+                ),
+                ("exit_code".to_string(), "0".to_string()),
+            ]
+            .into(),
+            findings: backings
+                .iter()
+                .map(|b| mirror(*b, Severity::Info))
+                .collect(),
+            ..Recording::default()
+        };
+        let mut s = RunSummary::of(&rec);
+        s.peaks = (0..ranks)
+            .map(|r| Peak {
+                pid: 10 + r,
+                rank: Some(r),
+                device: format!("0000:0{}:00.0", 3 + r),
+                device_local: 18 << 30,
+                host: 0,
+                home: true,
+            })
+            .collect();
+        s
     }
 
     #[test]
@@ -307,6 +406,91 @@ mod tests {
             d.rows.iter().all(|r| r.what != "package libigc2"),
             "identical versions are not rows"
         );
-        assert!(d.verdict.starts_with("neither run"), "{}", d.verdict);
+        let v = d.verdict.unwrap();
+        assert!(v.starts_with("neither run"), "{v}");
+    }
+
+    #[test]
+    fn bookkeeping_only_needs_not_pinned_registrations_in_b() {
+        let sim = "simulate ddp-peer-mirror --ranks 2 --backing";
+        let a = run(
+            &format!("{sim} eager"),
+            2,
+            &[Backing::Pinned, Backing::Pinned],
+        );
+        let b = run(
+            &format!("{sim} deferred"),
+            2,
+            &[Backing::NotPinned, Backing::NotPinned],
+        );
+        let d = diff(&a, &b);
+        assert_eq!(
+            d.warning, None,
+            "the backing is the configuration, not the job"
+        );
+        assert_eq!(
+            d.registrations,
+            [Registrations::Pinned, Registrations::NotPinned]
+        );
+        let v = d.verdict.unwrap();
+        assert!(v.starts_with("A shows the peer-mirror pinning"), "{v}");
+        assert!(
+            v.ends_with("in B the registrations are bookkeeping only"),
+            "{v}"
+        );
+        let swapped = diff(&b, &a).verdict.unwrap();
+        assert!(
+            swapped.starts_with("B shows")
+                && swapped.ends_with("in A the registrations are bookkeeping only"),
+            "{swapped}"
+        );
+    }
+
+    #[test]
+    fn no_registrations_in_b_is_not_bookkeeping() {
+        let a = run("python3 train.py", 2, &[Backing::Pinned]);
+        let b = run("python3 train.py", 2, &[]);
+        let d = diff(&a, &b);
+        assert_eq!(d.registrations[1], Registrations::None);
+        let v = d.verdict.unwrap();
+        assert!(
+            v.contains("B shows no peer-device registrations at all"),
+            "{v}"
+        );
+        assert!(!v.contains("bookkeeping"), "{v}");
+    }
+
+    #[test]
+    fn unknown_backing_in_b_is_not_bookkeeping() {
+        let a = run("python3 train.py", 2, &[Backing::Pinned]);
+        let b = run(
+            "python3 train.py",
+            2,
+            &[Backing::NotPinned, Backing::Unknown],
+        );
+        let v = diff(&a, &b).verdict.unwrap();
+        assert!(
+            v.contains("could not tell whether the registrations are pinned"),
+            "{v}"
+        );
+        assert!(!v.contains("bookkeeping"), "{v}");
+    }
+
+    #[test]
+    fn different_jobs_get_a_warning_and_no_verdict() {
+        let a = run("python3 train.py", 2, &[Backing::Pinned]);
+        for b in [
+            run("python3 eval.py", 2, &[Backing::NotPinned]),
+            run("python3 train.py", 4, &[Backing::NotPinned]),
+            run("simulate other-scenario --ranks 2 --backing eager", 2, &[]),
+        ] {
+            let d = diff(&a, &b);
+            let w = d.warning.clone().unwrap();
+            assert!(w.contains("ran different jobs"), "{w}");
+            assert_eq!(d.verdict, None);
+            assert!(!d.rows.is_empty(), "the table is still there");
+            let text = render_diff(&d, "a", "b");
+            assert!(text.contains(&w) && !text.contains("bookkeeping"), "{text}");
+        }
     }
 }

@@ -1,19 +1,23 @@
 //! Timeline analysis of a recording: per-rank peaks, growth patterns and the bad-vs-good diff.
 
 pub mod diff;
+mod job_end;
 mod patterns;
 pub mod project;
 mod shapes;
+mod summary;
 
+pub use job_end::{JobEnd, KernelEvidence};
 pub use patterns::{analyze, TimelineFinding, TimelineKind};
 pub use shapes::tensor_shapes;
+pub use summary::{KernelLine, PeerHost, Registrations, RunSummary};
 
 use crate::ledger::MemClass;
 use crate::recording::Recording;
 use std::collections::BTreeMap;
 
 /// Peak resident bytes of one process on one device, by class.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Peak {
     /// Pid.
     pub pid: u32,

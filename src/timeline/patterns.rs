@@ -1,9 +1,9 @@
 //! Timeline findings: stepwise_growth, plateau, leak, released_on_exit, and peer_mirror over time.
 
 use super::shapes::tensor_shapes;
-use crate::findings::Severity;
+use crate::findings::{Kind, Severity};
 use crate::ledger::MemClass;
-use crate::recording::{ClassSeries, Recording};
+use crate::recording::{name_of, ClassSeries, RecordedFinding, Recording};
 use crate::units::human_bytes;
 use std::collections::BTreeSet;
 
@@ -79,30 +79,40 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
     out.extend(
         rec.findings
             .iter()
-            .filter(|f| f.kind == "peer_mirror")
-            .map(|f| TimelineFinding {
-                kind: TimelineKind::PeerMirror,
-                severity: match f.severity.as_str() {
-                    "critical" => Severity::Critical,
-                    "warning" => Severity::Warning,
-                    _ => Severity::Info,
-                },
-                message: format!(
-                    "from {:.1} s to {:.1} s, peak {} ({}): {}",
-                    rec.t_s(f.first),
-                    rec.t_s(f.last),
-                    human_bytes(f.bytes_peak),
-                    f.backing.as_deref().unwrap_or("backing unknown"),
-                    f.message
-                ),
-                pid: f.pid,
-                rank: f.rank,
-                device: f.device.clone(),
-                bytes: f.bytes_peak,
-                t_s: rec.t_s(f.first),
-            }),
+            .filter(|f| f.kind == Kind::PeerMirror)
+            .map(|f| peer_mirror(rec, f)),
     );
     out
+}
+
+/// A recorded peer_mirror, with the severity of its peak (what a snapshot of that moment says);
+/// a worse severity seen earlier or later is named as such, never taken as the finding's.
+fn peer_mirror(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
+    let backing = match f.backing {
+        Some(b) => format!("backing {}", name_of(b)),
+        None => "backing not known".to_string(),
+    };
+    let worst = if f.worst_severity > f.severity {
+        format!(" (worst over time: {})", f.worst_severity.as_str())
+    } else {
+        String::new()
+    };
+    TimelineFinding {
+        kind: TimelineKind::PeerMirror,
+        severity: f.severity,
+        message: format!(
+            "from {:.1} s to {:.1} s, peak {} ({backing}){worst}: {}",
+            rec.t_s(f.first),
+            rec.t_s(f.last),
+            human_bytes(f.bytes_peak),
+            f.message
+        ),
+        pid: f.pid,
+        rank: f.rank,
+        device: f.device.clone(),
+        bytes: f.bytes_peak,
+        t_s: rec.t_s(f.first),
+    }
 }
 
 fn who(rec: &Recording, pid: u32) -> (String, Option<u32>) {

@@ -1,0 +1,88 @@
+//! Enum values as a recording spells them (their serde names, the same as in `snapshot --json`),
+//! written and parsed in this one place so the two never drift apart.
+
+use crate::findings::{Backing, Kind, Severity};
+use crate::ledger::HeldCounter;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use thiserror::Error;
+
+/// A value in a recording that this build has no enum variant for.
+#[derive(Debug, Error)]
+#[error("unknown {column} {value:?} in the recording (written by a newer gpuledger? upgrade to read it)")]
+pub struct UnknownValue {
+    /// The column.
+    pub column: &'static str,
+    /// The value found.
+    pub value: String,
+}
+
+/// The serde name of a unit enum value (`not_pinned`, `critical`, `peer_mirror`): how recordings
+/// and `snapshot --json` spell it.
+pub fn name_of<T: Serialize>(v: T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Parses a serde name back, or says which value of which column is unknown.
+pub(super) fn parse<T: DeserializeOwned>(
+    column: &'static str,
+    value: &str,
+) -> Result<T, UnknownValue> {
+    serde_json::from_value(serde_json::Value::String(value.to_owned())).map_err(|_| UnknownValue {
+        column,
+        value: value.to_owned(),
+    })
+}
+
+/// A finding kind.
+pub(super) fn kind(value: &str) -> Result<Kind, UnknownValue> {
+    parse("finding kind", value)
+}
+
+/// A severity.
+pub(super) fn severity(value: &str) -> Result<Severity, UnknownValue> {
+    parse("severity", value)
+}
+
+/// A peer_mirror backing.
+pub(super) fn backing(value: &str) -> Result<Backing, UnknownValue> {
+    parse("backing", value)
+}
+
+/// A driver-held counter name.
+pub(super) fn counter(value: &str) -> Result<HeldCounter, UnknownValue> {
+    HeldCounter::parse(value).ok_or_else(|| UnknownValue {
+        column: "driver-held counter",
+        value: value.to_owned(),
+    })
+}
+
+/// rusqlite's error for a value that does not convert, carrying the [`UnknownValue`].
+pub(super) fn conversion(idx: usize, e: UnknownValue) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_is_an_error() {
+        for b in [Backing::Pinned, Backing::NotPinned, Backing::Unknown] {
+            assert_eq!(backing(&name_of(b)).unwrap(), b);
+        }
+        assert_eq!(name_of(Backing::NotPinned), "not_pinned");
+        for k in Kind::ALL {
+            assert_eq!(kind(k.as_str()).unwrap(), k);
+        }
+        assert_eq!(severity("warning").unwrap(), Severity::Warning);
+        let e = backing("half_pinned").unwrap_err();
+        assert!(e.to_string().contains("backing \"half_pinned\""), "{e}");
+        assert!(kind("peer-mirror").is_err());
+        assert!(severity("Critical").is_err());
+        assert!(counter("GPUReclaim").is_err());
+    }
+}

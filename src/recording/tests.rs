@@ -1,0 +1,91 @@
+//! Round trips through a real file: driver-held as the ledger defines it, and each finding's
+//! severity taken at its peak.
+
+use super::{open, Recorder, RecordingMeta};
+use crate::findings::{Backing, Finding, Kind, Severity};
+use crate::ledger::{HeldCounter, HostTotals, Ledger};
+
+fn ledger(t: u64, unaccounted: u64, pinned_shmem: u64) -> Ledger {
+    Ledger {
+        time_ms: t,
+        host: HostTotals {
+            mem_total: Some(64 << 30),
+            mem_available: Some(32 << 30),
+            unaccounted: Some(unaccounted),
+            pinned_shmem: Some(pinned_shmem),
+            ..HostTotals::default()
+        },
+        ..Ledger::default()
+    }
+}
+
+fn mirror(bytes: u64, backing: Backing, severity: Severity) -> Finding {
+    Finding {
+        kind: Kind::PeerMirror,
+        severity,
+        message: format!("{bytes} {backing:?}"),
+        pid: Some(7),
+        rank: Some(0),
+        device: Some("0000:03:00.0".into()),
+        peer: Some("0000:04:00.0".into()),
+        bytes,
+        ratio: None,
+        backing: Some(backing),
+        source: None,
+    }
+}
+
+#[test]
+fn driver_held_and_severity_come_back_as_the_ledger_said_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ledger");
+    let mut rec = Recorder::create(&path, &RecordingMeta::default()).unwrap();
+    // Early on the backing is not known yet (warning); at the peak it is not pinned (info).
+    rec.add(
+        &ledger(1_000, 1 << 30, 0),
+        &[mirror(4 << 30, Backing::Unknown, Severity::Warning)],
+    )
+    .unwrap();
+    rec.add(
+        &ledger(2_000, 1 << 30, 25 << 30),
+        &[mirror(18 << 30, Backing::NotPinned, Severity::Info)],
+    )
+    .unwrap();
+    rec.add(
+        &ledger(3_000, 2 << 30, 0),
+        &[mirror(17 << 30, Backing::Unknown, Severity::Warning)],
+    )
+    .unwrap();
+    rec.finish(3_000, Some(0), None).unwrap();
+    drop(rec);
+    let r = open(&path).unwrap();
+    let held = r.host.driver_held_peak.unwrap();
+    assert_eq!(
+        (
+            held.bytes,
+            held.counter,
+            held.counter_bytes,
+            held.pinned_shmem
+        ),
+        (26 << 30, HeldCounter::Unaccounted, 1 << 30, 25 << 30),
+        "the peak sample, pinned shmem included"
+    );
+    let f = &r.findings[0];
+    assert_eq!(
+        (
+            f.kind,
+            f.severity,
+            f.worst_severity,
+            f.backing,
+            f.bytes_peak
+        ),
+        (
+            Kind::PeerMirror,
+            Severity::Info,
+            Severity::Warning,
+            Some(Backing::NotPinned),
+            18 << 30
+        )
+    );
+    assert_eq!(f.message, format!("{} NotPinned", 18u64 << 30));
+}
