@@ -264,3 +264,40 @@ fn a_simulated_recording_of_a_death_keeps_the_kernel_log_and_exit_status() {
         "only the failures' headlines are evidence, not their stacks:\n{out}"
     );
 }
+
+#[test]
+fn recording_a_live_simulation_that_dies_says_when_and_how() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let _sim = live_sim(&tree, "3s", &["--ranks", "8", "--backing", "eager"]);
+    let ledger = tmp.path().join("died.ledger");
+    let out = bin()
+        .arg("--root")
+        .arg(&tree)
+        .args([
+            "record",
+            "--all",
+            "--interval",
+            "50ms",
+            "--duration",
+            "20s",
+            "-o",
+        ])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "exits as the job did: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = stdout_of(&["show", ledger.to_str().unwrap()], 0);
+    assert!(shown.contains("job end: exited with code 1"), "{shown}");
+    assert!(shown.contains("page-allocation failures"), "{shown}");
+    assert!(
+        shown.contains("UR_RESULT_ERROR_OUT_OF_RESOURCES"),
+        "{shown}"
+    );
+    assert!(!shown.contains("still running"), "{shown}");
+}

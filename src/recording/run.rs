@@ -8,7 +8,7 @@ use crate::job::{Job, JobEnd};
 use crate::ledger::{Ledger, MemClass};
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
-use crate::sources::kmsg::{self, Kmsg};
+use crate::sources::kmsg::{self, KernelLog};
 use crate::sources::meminfo::read_version;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -146,7 +146,8 @@ pub fn record(
         (Target::Pids(p), _, _) => Scope::Tree(p.iter().copied().collect()),
         _ => Scope::All,
     };
-    let mut kmsg = if live { Kmsg::open_at_end() } else { None };
+    // The live kernel log from now on, or a captured tree's `dev/kmsg` from its first record.
+    let mut kmsg = KernelLog::open(&root);
     let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
     let start = Instant::now();
     let mut progress = Progress::default();
@@ -187,11 +188,16 @@ pub fn record(
                 Err(StepError::Write(e)) => write_error = Some(e),
             }
             if let (Some(k), None) = (kmsg.as_mut(), &write_error) {
-                if let Err(e) = recorder.add_kernel(&k.read_new()) {
+                let lines = k.read_new(sampler.root()).unwrap_or_default();
+                if let Err(e) = recorder.add_kernel(&lines) {
                     write_error = Some(e);
                 }
             }
         }
+        let ended = match (ended, job.is_none() && !live) {
+            (None, true) => simulated_end(sampler.root(), &mut recorder),
+            (e, _) => e,
+        };
         progress.elapsed = start.elapsed();
         tick(&progress);
         if let Some(e) = ended {
@@ -225,5 +231,29 @@ pub fn record(
     Ok(RunEnd {
         job: end,
         write_error,
+    })
+}
+
+/// The end of the job in a simulated tree (`gpuledger-sim/job.json`), when it has ended; its way
+/// of dying goes into the recording's note.
+fn simulated_end(root: &Root, recorder: &mut Recorder) -> Option<JobEnd> {
+    let end = crate::sim::read_job_end(root).ok().flatten()?;
+    if end.outcome == crate::sim::JobOutcome::HostMemoryExhausted {
+        // The first error line is the cause; the launcher's own complaints follow it.
+        let error = end
+            .output_tail
+            .iter()
+            .find(|l| l.to_ascii_lowercase().contains("error"))
+            .or(end.output_tail.last());
+        let note = match error {
+            Some(line) => format!("job died: host memory exhausted; its output: {line}"),
+            None => "job died: host memory exhausted".to_string(),
+        };
+        // A note that cannot be written is not worth failing the run for.
+        let _ = recorder.set_meta("note", &note);
+    }
+    Some(JobEnd {
+        code: end.exit_code,
+        signal: end.signal,
     })
 }
