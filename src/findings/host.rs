@@ -25,13 +25,13 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
             "{} of host RAM ({:.0} % of MemTotal) is held for GPUs with no kernel GPU counter explaining it ({}; this kernel has no GPUActive)",
             human_bytes(held),
             percent(held, total),
-            super::peer_mirror::parts(&e)
+            e.parts()
         )
     } else {
         format!(
             "the GPU driver holds {} of host RAM ({}, {:.0} % of MemTotal)",
             human_bytes(held),
-            super::peer_mirror::parts(&e),
+            e.parts(),
             percent(held, total)
         )
     };

@@ -46,6 +46,17 @@ pub enum Backing {
     Unknown,
 }
 
+impl Backing {
+    /// The severity every view shows for a peer mirror of this backing.
+    pub fn severity(self) -> Severity {
+        match self {
+            Backing::Pinned => Severity::Critical,
+            Backing::Unknown => Severity::Warning,
+            Backing::NotPinned => Severity::Info,
+        }
+    }
+}
+
 /// The kinds of finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -18,7 +18,7 @@
 //! Backing comes from driver-held host memory over all mirrored bytes on the machine; the
 //! severity follows from it, the same in every view.
 
-use super::{percent, Backing, Finding, Kind, Severity, Thresholds};
+use super::{percent, Backing, Finding, Kind, Thresholds};
 use crate::ledger::{DriverHeld, Ledger, MemClass, ProcessRow};
 use crate::units::human_bytes;
 
@@ -103,20 +103,11 @@ fn backing_of(evidence: Option<&DriverHeld>, mirrored: u64, t: &Thresholds) -> B
     }
 }
 
-/// The severity every view shows for a peer mirror of this backing.
-pub fn severity_of(backing: Backing) -> Severity {
-    match backing {
-        Backing::Pinned => Severity::Critical,
-        Backing::Unknown => Severity::Warning,
-        Backing::NotPinned => Severity::Info,
-    }
-}
-
 fn verdict(backing: Backing, evidence: Option<&DriverHeld>, mirrored: u64) -> String {
     let Some(e) = evidence else {
         return "no host counter is readable to tell whether it is pinned".to_string();
     };
-    let held = parts(e);
+    let held = e.parts();
     match backing {
         Backing::Pinned => format!("host counters show it pinned ({held})"),
         Backing::NotPinned => format!(
@@ -126,20 +117,6 @@ fn verdict(backing: Backing, evidence: Option<&DriverHeld>, mirrored: u64) -> St
         Backing::Unknown => format!(
             "host counters cover {:.0} % of it ({held}): it may be pinned",
             percent(e.bytes, mirrored)
-        ),
-    }
-}
-
-/// `GPUActive 25.9 GiB`, or with attributed pinned shmem
-/// `26.0 GiB = unaccounted 0.3 GiB + pinned shmem 25.7 GiB`.
-pub(super) fn parts(e: &DriverHeld) -> String {
-    let counter = format!("{} {}", e.counter, human_bytes(e.counter_bytes));
-    match e.pinned_shmem {
-        0 => counter,
-        p => format!(
-            "{} = {counter} + pinned shmem {}",
-            human_bytes(e.bytes),
-            human_bytes(p)
         ),
     }
 }
@@ -175,7 +152,7 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
             };
             Finding {
                 kind: Kind::PeerMirror,
-                severity: severity_of(backing),
+                severity: backing.severity(),
                 message: format!(
                     "{who} {what}; {verdict}: this is the peer-mirror pattern; see --explain peer_mirror"
                 ),

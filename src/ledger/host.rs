@@ -2,6 +2,7 @@
 //! definition of driver-held host memory built from them.
 
 use crate::snapshot::Snapshot;
+use crate::units::human_bytes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -81,6 +82,22 @@ pub struct HostTotals {
     /// Pinned host memory attributed per process under Shmem (NVIDIA `pinned-shmem`), summed.
     #[serde(default)]
     pub pinned_shmem: Option<u64>,
+}
+
+impl DriverHeld {
+    /// `GPUActive 25.9 GiB`, or with attributed pinned shmem
+    /// `26.0 GiB = unaccounted 0.3 GiB + pinned shmem 25.7 GiB`.
+    pub fn parts(&self) -> String {
+        let counter = format!("{} {}", self.counter, human_bytes(self.counter_bytes));
+        match self.pinned_shmem {
+            0 => counter,
+            p => format!(
+                "{} = {counter} + pinned shmem {}",
+                human_bytes(self.bytes),
+                human_bytes(p)
+            ),
+        }
+    }
 }
 
 impl HostTotals {

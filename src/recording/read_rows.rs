@@ -109,13 +109,11 @@ pub(super) fn findings(
 }
 
 /// Versions 1 and 2 stored only the worst severity over time; the severity at the peak of a
-/// peer_mirror is the one its backing at the peak implies (`findings::peer_mirror::severity_of`:
-/// pinned critical, unknown warning, not pinned info); other kinds keep the stored one.
+/// peer_mirror is the one its backing at the peak implies ([`Backing::severity`]); other kinds
+/// keep the stored one.
 fn severity_at_peak_v2(kind: Kind, backing: Option<Backing>, stored: Severity) -> Severity {
     match (kind, backing) {
-        (Kind::PeerMirror, Some(Backing::Pinned)) => Severity::Critical,
-        (Kind::PeerMirror, Some(Backing::Unknown)) => Severity::Warning,
-        (Kind::PeerMirror, Some(Backing::NotPinned)) => Severity::Info,
+        (Kind::PeerMirror, Some(b)) => b.severity(),
         _ => stored,
     }
 }
