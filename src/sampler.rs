@@ -9,7 +9,10 @@
 //! PM reports suspended is re-read only every `asleep_period`, because reading xe fdinfo wakes it.
 
 mod issues;
+#[cfg(test)]
+mod tests;
 
+use crate::clock::{self, Clock};
 use crate::root::Root;
 use crate::snapshot::{DrmFd, IssueReason, ProcessSample, ScanStats, Snapshot};
 use crate::sources::cgroup;
@@ -24,7 +27,8 @@ use crate::sources::proc_pid::{self as pp, GpuFd, GpuFdKind};
 use issues::Outcome;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Which processes a sampler looks at.
@@ -125,6 +129,8 @@ pub struct Sampler {
     kfd_topology: BTreeMap<String, String>,
     /// Root cgroup `dmem.capacity`, refreshed with the devices.
     dmem_capacity: BTreeMap<String, u64>,
+    /// Where the cadences and the snapshot's time come from.
+    clock: Arc<dyn Clock>,
 }
 
 impl Sampler {
@@ -149,6 +155,7 @@ impl Sampler {
             nvml: None,
             kfd_topology: BTreeMap::new(),
             dmem_capacity: BTreeMap::new(),
+            clock: clock::system(),
         }
         .with_live_nvml()
     }
@@ -168,6 +175,12 @@ impl Sampler {
         self
     }
 
+    /// Reads time from `clock` (a manual clock in tests drives the cadences).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Sampler {
+        self.clock = clock;
+        self
+    }
+
     /// Samples `scope` from now on (guard follows the members of the job's cgroup).
     pub fn set_scope(&mut self, scope: Scope) {
         self.scope = scope;
@@ -180,7 +193,7 @@ impl Sampler {
 
     /// Takes one sample.
     pub fn sample(&mut self) -> Result<Snapshot, SampleError> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut stats = ScanStats::default();
         let pids = pp::list_pids(&self.root).map_err(|source| SampleError::NoProc {
             root: self.root.label().to_string(),
@@ -246,10 +259,7 @@ impl Sampler {
         }
         self.kfd_topology = kfd_topology;
         Ok(Snapshot {
-            time_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
+            time_ms: self.clock.wall_ms(),
             root: self.root.label().to_string(),
             page_size: self.page_size,
             meminfo,
