@@ -8,6 +8,7 @@
 //! alive: a live member pins the group id, so it cannot belong to anyone else.
 
 pub mod job_cgroup;
+pub mod machine;
 
 use crate::ledger::{Ledger, MemClass};
 use crate::units::{human_bytes, SizeSpec};
