@@ -4,9 +4,12 @@
 //! Repeated sampling keeps per-process state instead: processes holding GPU fds are re-read every
 //! sample (fd table and DRM fdinfo); new pids come from the `/proc` listing and get a full fd scan;
 //! every other process has its fd count (`st_size` of `/proc/PID/fd`, Linux ≥ 6.2) checked once per
-//! `check_period` (1 s, so a new DRM client is seen within about a second) and its table re-read only when the count changed, plus a slow full rotation every
-//! `rescan_period` for the rare open-and-close that keeps the count. fdinfo of a device that runtime
-//! PM reports suspended is re-read only every `asleep_period`, because reading xe fdinfo wakes it.
+//! `check_period` (1 s, so a new DRM client is seen within about a second) and its table re-read
+//! only when the count changed, plus a slow full rotation every `rescan_period` for the rare
+//! open-and-close that keeps the count. fdinfo of a device that runtime PM reports suspended is
+//! re-read only every `asleep_period`, because reading xe fdinfo wakes it; devices (and with them
+//! which are asleep) are re-listed every `device_period`. The periods are measured on the
+//! sampler's [`Clock`], which tests drive by hand ([`Sampler::with_clock`]).
 
 mod issues;
 #[cfg(test)]
@@ -62,6 +65,19 @@ impl Default for SamplerOptions {
             rescan_period: Duration::from_secs(30),
             asleep_period: Duration::from_secs(30),
             device_period: Duration::from_secs(10),
+        }
+    }
+}
+
+impl SamplerOptions {
+    /// Every fd table re-read at every sample, whatever the clock says: for a few processes
+    /// (guard's job) whose new GPU fds must count at the very next sample. Asleep devices and the
+    /// device list keep their default periods.
+    pub fn fresh() -> SamplerOptions {
+        SamplerOptions {
+            check_period: Duration::ZERO,
+            rescan_period: Duration::ZERO,
+            ..SamplerOptions::default()
         }
     }
 }

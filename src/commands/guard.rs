@@ -97,16 +97,6 @@ fn start(args: &GuardArgs) -> Result<(Option<Job>, Target)> {
     }
 }
 
-/// Fresh counters every interval: the job's processes are few, so every fd table is re-read
-/// each sample instead of on the whole-machine cadences, and a new GPU fd is seen at once.
-fn sampler_options() -> SamplerOptions {
-    SamplerOptions {
-        check_period: Duration::ZERO,
-        rescan_period: Duration::ZERO,
-        ..SamplerOptions::default()
-    }
-}
-
 pub fn run(root: Option<&std::path::Path>, args: &GuardArgs, t: &Thresholds) -> Result<ExitCode> {
     let s = settings(args)?;
     let root = super::open_root(root)?;
@@ -123,12 +113,14 @@ pub fn run(root: Option<&std::path::Path>, args: &GuardArgs, t: &Thresholds) -> 
     };
     let clock = clock::system();
     let mut watched = Watched {
-        sampler: Sampler::new(root, scope, sampler_options()).with_clock(clock.clone()),
+        // Fresh counters every tick: the job's processes are few, so every fd table is re-read
+        // each sample instead of on the whole-machine cadences, and a new GPU fd is seen at once.
+        sampler: Sampler::new(root, scope, SamplerOptions::fresh()).with_clock(clock.clone()),
         job,
         end: None,
         target,
         live,
-        limit_root: roots[0],
+        limit_root: roots.first().copied(),
     };
     let mut machine = Machine::new(s.response, s.grace, s.interval);
     loop {
@@ -162,7 +154,7 @@ struct Watched {
     target: Target,
     live: bool,
     /// The process whose cgroup limit applies when the job has no cgroup of its own.
-    limit_root: u32,
+    limit_root: Option<u32>,
 }
 
 impl Watched {
@@ -203,13 +195,13 @@ impl Watched {
         }
         // A contained job's own cgroup has no controllers; its limit is the one it was started in.
         let limit_of = if contained {
-            std::process::id()
+            Some(std::process::id())
         } else {
             self.limit_root
         };
-        let cg = live
-            .then(|| read_proc_cgroup(self.sampler.root(), limit_of))
-            .flatten()
+        let cg = limit_of
+            .filter(|_| live)
+            .and_then(|pid| read_proc_cgroup(self.sampler.root(), pid))
             .map(|p| read_cgroup(self.sampler.root(), &p));
         let trip = check(policy, &ledger, cg.as_ref());
         Ok((ledger, trip))

@@ -212,3 +212,17 @@ fn fd_counts_are_checked_every_check_period_and_tables_reread_every_rescan_perio
     assert_eq!(step(999), 0, "checked before check_period");
     assert_eq!(step(1), 1, "not rescanned after rescan_period");
 }
+
+#[test]
+fn fresh_options_reread_every_table_at_every_sample() {
+    let mut child = Child::spawn();
+    child.wait_blocked();
+    let clock = ManualClock::new();
+    let scope = Scope::Pids(BTreeSet::from([child.pid()]));
+    let mut s = Sampler::new(Root::live(), scope, SamplerOptions::fresh()).with_clock(clock.clone());
+    let reads = |s: &mut Sampler| s.sample().expect("sample").stats.fd_tables_read;
+    assert_eq!(reads(&mut s), 1);
+    assert_eq!(reads(&mut s), 1, "the clock has not moved, the table is still re-read");
+    child.open_one_more();
+    assert_eq!(reads(&mut s), 1);
+}
