@@ -15,9 +15,9 @@ fn write(base: &Path, rel: &str, text: &str) {
 fn link(base: &Path, rel: &str, target: &str) {
     let path = base.join(rel);
     std::fs::create_dir_all(path.parent().expect("a link under the tree")).expect("mkdir");
-    std::fs::symlink_metadata(&path)
-        .is_ok()
-        .then(|| std::fs::remove_file(&path).expect("unlink"));
+    if std::fs::symlink_metadata(&path).is_ok() {
+        std::fs::remove_file(&path).expect("unlink");
+    }
     std::os::unix::fs::symlink(target, path).expect("symlink");
 }
 
@@ -31,7 +31,11 @@ fn device(base: &Path, slot: &str, minor: &str, power: &str) {
         &format!("{dir}/uevent"),
         &format!("DRIVER=xe\nPCI_SLOT_NAME={slot}\n"),
     );
-    write(base, &format!("{dir}/power/runtime_status"), &format!("{power}\n"));
+    write(
+        base,
+        &format!("{dir}/power/runtime_status"),
+        &format!("{power}\n"),
+    );
     link(
         base,
         &format!("sys/class/drm/{minor}/device"),
@@ -51,7 +55,11 @@ fn xe_fdinfo(id: u64) -> String {
 fn asleep_tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let b = dir.path();
-    write(b, "proc/meminfo", "MemTotal: 16384000 kB\nMemAvailable: 8192000 kB\n");
+    write(
+        b,
+        "proc/meminfo",
+        "MemTotal: 16384000 kB\nMemAvailable: 8192000 kB\n",
+    );
     write(b, "proc/vmstat", "nr_free_pages 1000\n");
     write(b, "proc/4242/comm", "python3\n");
     write(b, "proc/4242/cmdline", "python3\0train.py\0");
@@ -158,7 +166,10 @@ impl Child {
         let wchan = format!("/proc/{}/wchan", self.pid());
         let deadline = Instant::now() + Duration::from_secs(10);
         while !std::fs::read_to_string(&wchan).is_ok_and(|w| w.contains("pipe_read")) {
-            assert!(Instant::now() < deadline, "the child never blocked on stdin");
+            assert!(
+                Instant::now() < deadline,
+                "the child never blocked on stdin"
+            );
             std::thread::yield_now();
         }
     }
@@ -191,8 +202,8 @@ fn fd_counts_are_checked_every_check_period_and_tables_reread_every_rescan_perio
     child.wait_blocked();
     let clock = ManualClock::new();
     let scope = Scope::Pids(BTreeSet::from([child.pid()]));
-    let mut s = Sampler::new(Root::live(), scope, SamplerOptions::default())
-        .with_clock(clock.clone());
+    let mut s =
+        Sampler::new(Root::live(), scope, SamplerOptions::default()).with_clock(clock.clone());
     if !s.fd_count_in_size {
         eprintln!("skipped: this kernel does not report fd counts in st_size (Linux < 6.2)");
         return;
@@ -219,10 +230,15 @@ fn fresh_options_reread_every_table_at_every_sample() {
     child.wait_blocked();
     let clock = ManualClock::new();
     let scope = Scope::Pids(BTreeSet::from([child.pid()]));
-    let mut s = Sampler::new(Root::live(), scope, SamplerOptions::fresh()).with_clock(clock.clone());
+    let mut s =
+        Sampler::new(Root::live(), scope, SamplerOptions::fresh()).with_clock(clock.clone());
     let reads = |s: &mut Sampler| s.sample().expect("sample").stats.fd_tables_read;
     assert_eq!(reads(&mut s), 1);
-    assert_eq!(reads(&mut s), 1, "the clock has not moved, the table is still re-read");
+    assert_eq!(
+        reads(&mut s),
+        1,
+        "the clock has not moved, the table is still re-read"
+    );
     child.open_one_more();
     assert_eq!(reads(&mut s), 1);
 }

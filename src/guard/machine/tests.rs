@@ -38,8 +38,7 @@ impl Run {
     /// Advances the clock by `ms`, then steps with `job` and, when `crossing`, a crossing.
     fn step(&mut self, ms: u64, job: JobState, crossing: bool) -> Vec<Action> {
         self.clock.advance(Duration::from_millis(ms));
-        self.m
-            .step(self.clock.now(), job, crossing.then(low))
+        self.m.step(self.clock.now(), job, crossing.then(low))
     }
 }
 
@@ -58,9 +57,17 @@ fn term_at_the_crossing_then_kill_exactly_at_grace() {
     assert_eq!(r.step(0, Running, false), vec![]);
     assert_eq!(r.m.pause(), INTERVAL);
     assert_eq!(r.step(500, Running, true), vec![trip(Response::Term)]);
-    assert_eq!(r.m.pause(), SIGNALLED_POLL, "a signalled job is watched closely");
+    assert_eq!(
+        r.m.pause(),
+        SIGNALLED_POLL,
+        "a signalled job is watched closely"
+    );
     for _ in 0..199 {
-        assert_eq!(r.step(50, Running, true), vec![], "acted twice before grace");
+        assert_eq!(
+            r.step(50, Running, true),
+            vec![],
+            "acted twice before grace"
+        );
     }
     assert_eq!(r.step(49, Running, false), vec![], "killed before grace");
     assert_eq!(
@@ -115,7 +122,11 @@ fn warn_only_warns_once_per_crossing_and_keeps_the_jobs_status() {
     let mut r = Run::new(Response::Warn);
     assert_eq!(r.step(0, Running, true), vec![trip(Response::Warn)]);
     for _ in 0..100 {
-        assert_eq!(r.step(500, Running, true), vec![], "warned again while it held");
+        assert_eq!(
+            r.step(500, Running, true),
+            vec![],
+            "warned again while it held"
+        );
     }
     assert_eq!(r.m.pause(), INTERVAL, "warning only keeps the interval");
     assert_eq!(r.step(500, Running, false), vec![]);
@@ -169,7 +180,11 @@ fn leftovers_that_leave_within_grace_are_not_killed() {
 fn after_term_the_leftovers_are_killed_at_the_first_signals_grace() {
     let mut r = Run::new(Response::Term);
     r.step(0, Running, true);
-    assert_eq!(r.step(4_000, ended(143, 1), false), vec![], "no second SIGTERM");
+    assert_eq!(
+        r.step(4_000, ended(143, 1), false),
+        vec![],
+        "no second SIGTERM"
+    );
     assert_eq!(r.step(5_999, ended(143, 1), false), vec![]);
     assert_eq!(r.step(1, ended(143, 1), false), vec![Action::KillLeftovers]);
     assert_eq!(
