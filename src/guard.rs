@@ -6,8 +6,12 @@
 //! allows it ([`job_cgroup`]); its members are the job, and `cgroup.kill` ends them all. Without
 //! one, the job's process group is signalled with `killpg` only while one of its members is still
 //! alive: a live member pins the group id, so it cannot belong to anyone else.
+//!
+//! When to act is [`check`]; what to do over time (warn once, SIGTERM, SIGKILL after the grace, the
+//! job's end and what it leaves behind) is [`machine`], which the binary steps on the system clock.
 
 pub mod job_cgroup;
+pub mod machine;
 
 use crate::ledger::{Ledger, MemClass};
 use crate::units::{human_bytes, SizeSpec};

@@ -7,6 +7,7 @@
 
 pub mod archive;
 pub mod capture;
+pub mod clock;
 pub mod experiment;
 pub mod findings;
 pub mod guard;

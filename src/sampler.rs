@@ -4,12 +4,18 @@
 //! Repeated sampling keeps per-process state instead: processes holding GPU fds are re-read every
 //! sample (fd table and DRM fdinfo); new pids come from the `/proc` listing and get a full fd scan;
 //! every other process has its fd count (`st_size` of `/proc/PID/fd`, Linux ≥ 6.2) checked once per
-//! `check_period` (1 s, so a new DRM client is seen within about a second) and its table re-read only when the count changed, plus a slow full rotation every
-//! `rescan_period` for the rare open-and-close that keeps the count. fdinfo of a device that runtime
-//! PM reports suspended is re-read only every `asleep_period`, because reading xe fdinfo wakes it.
+//! `check_period` (1 s, so a new DRM client is seen within about a second) and its table re-read
+//! only when the count changed, plus a slow full rotation every `rescan_period` for the rare
+//! open-and-close that keeps the count. fdinfo of a device that runtime PM reports suspended is
+//! re-read only every `asleep_period`, because reading xe fdinfo wakes it; devices (and with them
+//! which are asleep) are re-listed every `device_period`. The periods are measured on the
+//! sampler's [`Clock`], which tests drive by hand ([`Sampler::with_clock`]).
 
 mod issues;
+#[cfg(test)]
+mod tests;
 
+use crate::clock::{self, Clock};
 use crate::root::Root;
 use crate::snapshot::{DrmFd, IssueReason, ProcessSample, ScanStats, Snapshot};
 use crate::sources::cgroup;
@@ -24,7 +30,8 @@ use crate::sources::proc_pid::{self as pp, GpuFd, GpuFdKind};
 use issues::Outcome;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Which processes a sampler looks at.
@@ -58,6 +65,19 @@ impl Default for SamplerOptions {
             rescan_period: Duration::from_secs(30),
             asleep_period: Duration::from_secs(30),
             device_period: Duration::from_secs(10),
+        }
+    }
+}
+
+impl SamplerOptions {
+    /// Every fd table re-read at every sample, whatever the clock says: for a few processes
+    /// (guard's job) whose new GPU fds must count at the very next sample. Asleep devices and the
+    /// device list keep their default periods.
+    pub fn fresh() -> SamplerOptions {
+        SamplerOptions {
+            check_period: Duration::ZERO,
+            rescan_period: Duration::ZERO,
+            ..SamplerOptions::default()
         }
     }
 }
@@ -125,6 +145,8 @@ pub struct Sampler {
     kfd_topology: BTreeMap<String, String>,
     /// Root cgroup `dmem.capacity`, refreshed with the devices.
     dmem_capacity: BTreeMap<String, u64>,
+    /// Where the cadences and the snapshot's time come from.
+    clock: Arc<dyn Clock>,
 }
 
 impl Sampler {
@@ -149,6 +171,7 @@ impl Sampler {
             nvml: None,
             kfd_topology: BTreeMap::new(),
             dmem_capacity: BTreeMap::new(),
+            clock: clock::system(),
         }
         .with_live_nvml()
     }
@@ -168,6 +191,12 @@ impl Sampler {
         self
     }
 
+    /// Reads time from `clock` (a manual clock in tests drives the cadences).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Sampler {
+        self.clock = clock;
+        self
+    }
+
     /// Samples `scope` from now on (guard follows the members of the job's cgroup).
     pub fn set_scope(&mut self, scope: Scope) {
         self.scope = scope;
@@ -180,7 +209,7 @@ impl Sampler {
 
     /// Takes one sample.
     pub fn sample(&mut self) -> Result<Snapshot, SampleError> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut stats = ScanStats::default();
         let pids = pp::list_pids(&self.root).map_err(|source| SampleError::NoProc {
             root: self.root.label().to_string(),
@@ -246,10 +275,7 @@ impl Sampler {
         }
         self.kfd_topology = kfd_topology;
         Ok(Snapshot {
-            time_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
+            time_ms: self.clock.wall_ms(),
             root: self.root.label().to_string(),
             page_size: self.page_size,
             meminfo,

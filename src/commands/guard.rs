@@ -1,9 +1,13 @@
-//! `gpuledger guard`.
+//! `gpuledger guard`: wires the escalation ([`gpuledger::guard::machine`]) to the system clock,
+//! the sampler, the job's signals and cgroup, and the output. The decisions are the machine's;
+//! this file only observes, sleeps, signals and prints.
 
 use crate::cli::{GuardAction, GuardArgs};
 use anyhow::{bail, Context, Result};
+use gpuledger::clock;
 use gpuledger::findings::{analyze, Thresholds};
 use gpuledger::guard::job_cgroup::JobCgroup;
+use gpuledger::guard::machine::{Action, JobState, Machine, Response};
 use gpuledger::guard::{check, job_host_gpu, Policy, Target, Trip};
 use gpuledger::job::Job;
 use gpuledger::ledger::{Ledger, MemClass};
@@ -16,29 +20,15 @@ use gpuledger::units::{human_bytes, SizeSpec};
 use rustix::process::Signal;
 use serde_json::json;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
-
-/// Exit status when guard stopped the job.
-const EXIT_STOPPED: u8 = 4;
-
-/// How long a killed job's processes get to finish exiting before guard gives up waiting.
-const KILL_WAIT: Duration = Duration::from_secs(5);
+use std::time::Duration;
 
 /// The parsed flags.
 struct Settings {
     policy: Policy,
     grace: Duration,
     interval: Duration,
-    action: GuardAction,
+    response: Response,
     json: bool,
-}
-
-/// Where the escalation stands.
-#[derive(Default)]
-struct State {
-    warned: bool,
-    acted: Option<Instant>,
-    killed: bool,
 }
 
 /// The flags as typed by clap (sizes, durations, exactly one of CMD or --pid), checked against
@@ -66,7 +56,11 @@ fn settings(args: &GuardArgs, root: &Root) -> Result<Settings> {
         },
         grace: args.grace,
         interval: args.interval,
-        action: args.action,
+        response: match args.action {
+            GuardAction::None => Response::Warn,
+            GuardAction::Term => Response::Term,
+            GuardAction::Kill => Response::Kill,
+        },
         json: args.json,
     })
 }
@@ -105,21 +99,11 @@ fn start(args: &GuardArgs) -> Result<(Option<Job>, Target)> {
     }
 }
 
-/// Fresh counters every interval: the job's processes are few, so every fd table is re-read
-/// each sample instead of on the whole-machine cadences, and a new GPU fd is seen at once.
-fn sampler_options() -> SamplerOptions {
-    SamplerOptions {
-        check_period: Duration::ZERO,
-        rescan_period: Duration::ZERO,
-        ..SamplerOptions::default()
-    }
-}
-
 pub fn run(ctx: &super::Ctx, args: &GuardArgs, t: &Thresholds) -> Result<ExitCode> {
     let root = ctx.open_root()?;
     let s = settings(args, &root)?;
     let live = root.is_live();
-    let (mut job, mut target) = start(args)?;
+    let (job, target) = start(args)?;
     let roots: Vec<u32> = job
         .as_ref()
         .map(|j| vec![j.pid()])
@@ -129,139 +113,147 @@ pub fn run(ctx: &super::Ctx, args: &GuardArgs, t: &Thresholds) -> Result<ExitCod
     } else {
         Scope::All
     };
-    let mut sampler = Sampler::new(root, scope, sampler_options());
-    let mut state = State::default();
+    let clock = clock::system();
+    let mut watched = Watched {
+        // Fresh counters every tick: the job's processes are few, so every fd table is re-read
+        // each sample instead of on the whole-machine cadences, and a new GPU fd is seen at once.
+        sampler: Sampler::new(root, scope, SamplerOptions::fresh()).with_clock(clock.clone()),
+        job,
+        end: None,
+        target,
+        live,
+        limit_root: roots.first().copied(),
+    };
+    let mut machine = Machine::new(s.response, s.grace, s.interval);
     loop {
-        let tick = Instant::now();
-        if let Some(code) = ended(&mut job, &mut target, &state, &s)? {
-            return Ok(code);
+        let tick = clock.now();
+        let job = watched.observe()?;
+        // Once the main process has ended only its leftovers are watched: no more samples.
+        let (ledger, trip) = match job {
+            JobState::Running => {
+                let (ledger, trip) = watched.sample(&s.policy)?;
+                (Some(ledger), trip)
+            }
+            _ => (None, None),
+        };
+        for action in machine.step(tick, job, trip) {
+            if let Action::Exit(code) = action {
+                return Ok(ExitCode::from(code));
+            }
+            perform(action, ledger.as_ref(), &mut watched.target, &s, t);
         }
-        let contained = target.cgroup().is_some();
+        let spent = clock.now().saturating_duration_since(tick);
+        std::thread::sleep(machine.pause().saturating_sub(spent));
+    }
+}
+
+/// The guarded job and the sampler that watches it.
+struct Watched {
+    sampler: Sampler,
+    job: Option<Job>,
+    /// The started job's exit status, once its main process has ended.
+    end: Option<u8>,
+    target: Target,
+    live: bool,
+    /// The process whose cgroup limit applies when the job has no cgroup of its own.
+    limit_root: Option<u32>,
+}
+
+impl Watched {
+    /// What became of the job: the started job's main process has ended (with the members left
+    /// in its cgroup), or none of the `--pid`s is left.
+    fn observe(&mut self) -> Result<JobState> {
+        let Some(job) = self.job.as_mut() else {
+            return Ok(if self.target.alive() {
+                JobState::Running
+            } else {
+                JobState::Gone
+            });
+        };
+        if self.end.is_none() {
+            self.end = job.try_wait()?.map(|end| end.exit_code());
+        }
+        Ok(match self.end {
+            None => JobState::Running,
+            Some(code) => JobState::Ended {
+                code,
+                left: self.target.cgroup().map(|cg| cg.pids().len()),
+            },
+        })
+    }
+
+    /// Fresh counters for the job, and the policy's verdict on them.
+    fn sample(&mut self, policy: &Policy) -> Result<(Ledger, Option<Trip>)> {
+        let (live, contained) = (self.live, self.target.cgroup().is_some());
         if live && contained {
-            sampler.set_scope(Scope::Pids(target.pids().into_iter().collect()));
+            let members = self.target.pids().into_iter().collect();
+            self.sampler.set_scope(Scope::Pids(members));
         }
-        let ledger = Ledger::from_snapshot(&sampler.sample()?);
+        let ledger = Ledger::from_snapshot(&self.sampler.sample()?);
         if live && !contained {
             for p in &ledger.processes {
-                target.add(p.pid);
+                self.target.add(p.pid);
             }
         }
         // A contained job's own cgroup has no controllers; its limit is the one it was started in.
         let limit_of = if contained {
-            std::process::id()
+            Some(std::process::id())
         } else {
-            roots[0]
+            self.limit_root
         };
-        let cg = live
-            .then(|| read_proc_cgroup(sampler.root(), limit_of))
-            .flatten()
-            .map(|p| read_cgroup(sampler.root(), &p));
-        let trip = check(&s.policy, &ledger, cg.as_ref());
-        step(&mut state, trip, &ledger, &mut target, &s, t);
-        let wait = if state.acted.is_some() {
-            Duration::from_millis(50)
-        } else {
-            s.interval
-        };
-        std::thread::sleep(wait.saturating_sub(tick.elapsed()));
+        let cg = limit_of
+            .filter(|_| live)
+            .and_then(|pid| read_proc_cgroup(self.sampler.root(), pid))
+            .map(|p| read_cgroup(self.sampler.root(), &p));
+        let trip = check(policy, &ledger, cg.as_ref());
+        Ok((ledger, trip))
     }
 }
 
-/// The exit status once the job is over: the started job's main process has ended (and the rest
-/// of its cgroup has been stopped), or none of the `--pid`s is left.
-fn ended(
-    job: &mut Option<Job>,
+/// Carries out one of the machine's actions (all but `Exit`, which ends the loop).
+fn perform(
+    action: Action,
+    ledger: Option<&Ledger>,
     target: &mut Target,
-    state: &State,
     s: &Settings,
-) -> Result<Option<ExitCode>> {
-    let stopped = |own: u8| {
-        ExitCode::from(if state.acted.is_some() {
-            EXIT_STOPPED
-        } else {
-            own
-        })
-    };
-    let Some(j) = job.as_mut() else {
-        return Ok((!target.alive()).then(|| stopped(0)));
-    };
-    let Some(end) = j.try_wait()? else {
-        return Ok(None);
-    };
-    stop_the_rest(target, state, s);
-    Ok(Some(stopped(end.exit_code())))
-}
-
-/// The job is its cgroup: when its main process ends, what it left behind is stopped too
-/// (SIGTERM, SIGKILL once --grace has passed since the first signal).
-fn stop_the_rest(target: &mut Target, state: &State, s: &Settings) {
-    let Some(left) = target.cgroup().map(|cg| cg.pids().len()) else {
-        return;
-    };
-    match state.acted {
-        Some(_) if state.killed => {}
-        Some(at) => kill_after(target, at + s.grace, s),
-        None if left > 0 => {
+    t: &Thresholds,
+) {
+    match (action, ledger) {
+        (Action::Trip { trip, response }, Some(ledger)) => {
+            act(response, &trip, ledger, target, s, t)
+        }
+        (Action::KillAfterGrace { trip }, ledger) => {
+            let pids = target.signal(Signal::KILL);
+            eprintln!(
+                "gpuledger guard: the job outlived --grace {:?}; sent SIGKILL to {pids:?}",
+                s.grace
+            );
+            if let (Some(trip), Some(ledger)) = (trip, ledger) {
+                event(s.json, "kill", &trip, ledger, &pids, &[]);
+            }
+        }
+        (Action::TermLeftovers { left }, _) => {
             eprintln!(
                 "gpuledger guard: the job's main process ended; stopping the {left} process(es) \
                  it left behind (SIGTERM, SIGKILL after --grace)"
             );
             target.signal(Signal::TERM);
-            kill_after(target, Instant::now() + s.grace, s);
         }
-        None => return,
-    }
-    if let Some(cg) = target.cgroup() {
-        cg.wait_empty(Instant::now() + KILL_WAIT);
-    }
-}
-
-/// Kills the job's cgroup if it still has members at `deadline`.
-fn kill_after(target: &mut Target, deadline: Instant, s: &Settings) {
-    if target.cgroup().is_some_and(|cg| !cg.wait_empty(deadline)) {
-        let pids = target.signal(Signal::KILL);
-        eprintln!(
-            "gpuledger guard: the job outlived --grace {:?}; killed its cgroup ({pids:?})",
-            s.grace
-        );
-    }
-}
-
-/// One step of the escalation: warn or signal on a new crossing, SIGKILL once --grace passed.
-fn step(
-    state: &mut State,
-    trip: Option<Trip>,
-    ledger: &Ledger,
-    target: &mut Target,
-    s: &Settings,
-    t: &Thresholds,
-) {
-    match (trip, state.acted) {
-        (Some(trip), None) => {
-            if s.action == GuardAction::None && state.warned {
-                return;
-            }
-            act(state, &trip, ledger, target, s, t);
-        }
-        (None, None) => state.warned = false,
-        (trip, Some(at)) if !state.killed && at.elapsed() >= s.grace => {
+        (Action::KillLeftovers, _) => {
             let pids = target.signal(Signal::KILL);
-            state.killed = true;
             eprintln!(
-                "gpuledger guard: the job outlived --grace {:?}; sent SIGKILL to {pids:?}",
+                "gpuledger guard: the job outlived --grace {:?}; killed its cgroup ({pids:?})",
                 s.grace
             );
-            if let Some(trip) = trip {
-                event(s.json, "kill", &trip, ledger, &pids, &[]);
-            }
         }
-        _ => {}
+        // A crossing is only seen in a sample, which always comes with its ledger.
+        (Action::Trip { .. }, None) | (Action::Exit(_), _) => {}
     }
 }
 
 /// Reports a crossing and applies --action.
 fn act(
-    state: &mut State,
+    response: Response,
     trip: &Trip,
     ledger: &Ledger,
     target: &mut Target,
@@ -272,10 +264,10 @@ fn act(
         .into_iter()
         .map(|f| format!("{}: {}", f.kind.as_str(), f.message))
         .collect();
-    let (verb, kind) = match s.action {
-        GuardAction::None => ("warning only (--action none)", "warn"),
-        GuardAction::Term => ("sending SIGTERM to the job", "term"),
-        GuardAction::Kill => ("sending SIGKILL to the job", "kill"),
+    let (verb, kind) = match response {
+        Response::Warn => ("warning only (--action none)", "warn"),
+        Response::Term => ("sending SIGTERM to the job", "term"),
+        Response::Kill => ("sending SIGKILL to the job", "kill"),
     };
     eprintln!("gpuledger guard: {}; {verb}", trip.describe());
     for h in holders(ledger) {
@@ -284,20 +276,10 @@ fn act(
     for f in &findings {
         eprintln!("  {f}");
     }
-    let pids = match s.action {
-        GuardAction::None => {
-            state.warned = true;
-            target.pids()
-        }
-        GuardAction::Term => {
-            state.acted = Some(Instant::now());
-            target.signal(Signal::TERM)
-        }
-        GuardAction::Kill => {
-            state.acted = Some(Instant::now());
-            state.killed = true;
-            target.signal(Signal::KILL)
-        }
+    let pids = match response {
+        Response::Warn => target.pids(),
+        Response::Term => target.signal(Signal::TERM),
+        Response::Kill => target.signal(Signal::KILL),
     };
     event(s.json, kind, trip, ledger, &pids, &findings);
 }

@@ -141,19 +141,6 @@ impl JobCgroup {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-
-    /// Waits until the cgroup is empty or `deadline` passes; returns whether it is empty.
-    pub fn wait_empty(&self, deadline: Instant) -> bool {
-        loop {
-            if self.pids().is_empty() {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
 }
 
 impl Drop for JobCgroup {
