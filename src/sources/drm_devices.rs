@@ -131,6 +131,22 @@ impl DeviceInfo {
             .filter_map(|r| r.total)
             .reduce(u64::saturating_add)
     }
+
+    /// Device-local memory in use as the driver states it: the sum over the local regions, `None`
+    /// unless every local region says (xe and dmem give no use, only capacity).
+    pub fn local_used(&self, dmem_capacity: &BTreeMap<String, u64>) -> Option<u64> {
+        let local: Vec<RegionMemory> = self
+            .memory(dmem_capacity)
+            .into_iter()
+            .filter(|r| r.local)
+            .collect();
+        if local.is_empty() {
+            return None;
+        }
+        local
+            .iter()
+            .try_fold(0u64, |sum, r| Some(sum.saturating_add(r.used?)))
+    }
 }
 
 /// One memory region of a device as the kernel or NVML sizes it.
@@ -297,6 +313,8 @@ mod tests {
         assert_eq!(regions[0].used, Some(3 << 30));
         assert!(!regions[1].local);
         assert_eq!(amd.local_capacity(&dmem), Some(24 << 30));
+        assert_eq!(amd.local_used(&dmem), Some(3 << 30));
+        assert_eq!(xe.local_used(&dmem), None, "dmem gives no use");
 
         let unknown = dev("0000:05:00.0");
         assert!(unknown.memory(&dmem).is_empty());
