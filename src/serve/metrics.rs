@@ -120,7 +120,10 @@ fn driver_held_gauges(ledger: &Ledger) -> SortedGauges {
             ("pinned_shmem", e.pinned_shmem),
         ] {
             held.set(
-                l(&[("part", part.into()), ("counter", e.counter.as_str().into())]),
+                l(&[
+                    ("part", part.into()),
+                    ("counter", e.counter.as_str().into()),
+                ]),
                 v,
             );
         }

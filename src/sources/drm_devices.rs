@@ -299,7 +299,11 @@ mod tests {
         let regions = xe.memory(&dmem);
         assert_eq!(regions.len(), 3, "{regions:?}");
         assert!(regions.iter().all(|r| r.used.is_none()));
-        assert_eq!(xe.local_capacity(&dmem), Some(24 << 30), "stolen is not VRAM");
+        assert_eq!(
+            xe.local_capacity(&dmem),
+            Some(24 << 30),
+            "stolen is not VRAM"
+        );
 
         // amdgpu: sysfs used with dmem's total filling the gap, never a second vram region.
         let amd = DeviceInfo {

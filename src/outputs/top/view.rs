@@ -275,8 +275,12 @@ mod tests {
     }
 
     fn fixture_state(name: &str) -> State {
-        let root = Root::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name))
-            .unwrap();
+        let root = Root::open(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+        )
+        .unwrap();
         let snap = Sampler::new(root, Scope::All, SamplerOptions::default())
             .sample()
             .unwrap();
