@@ -529,3 +529,71 @@ fn idle_and_kept_alive_connections_are_closed_after_the_header_timeout() {
         );
     }
 }
+
+#[test]
+fn device_memory_and_driver_held_parts() {
+    let s = serve_root(&fixture("amdgpu-meminfo"), &["--interval", "1s"]);
+    let text = get(&format!("{}/metrics", s.base));
+    let mem = |device: &str, region: &str, kind: &str| {
+        metric(
+            &text,
+            "gpuledger_device_memory_bytes",
+            &[("device", device), ("region", region), ("kind", kind)],
+        )
+    };
+    assert_eq!(
+        mem("0000:03:00.0", "vram", "total"),
+        Some(24560.0 * 1048576.0)
+    );
+    assert_eq!(
+        mem("0000:03:00.0", "vram", "used"),
+        Some(3.0 * 1073741824.0 + 300.0 * 1048576.0)
+    );
+    assert_eq!(
+        mem("0000:03:00.0", "gtt", "total"),
+        Some(32.0 * 1073741824.0)
+    );
+    // The suspended card: amdgpu's mem_info reads do not wake it, so its numbers are there.
+    assert_eq!(
+        mem("0000:08:00.0", "vram", "total"),
+        Some(16.0 * 1073741824.0)
+    );
+    assert_eq!(mem("0000:08:00.0", "vram", "used"), Some(0.0));
+    assert_eq!(
+        metric(
+            &text,
+            "gpuledger_driver_held_bytes",
+            &[("part", "kernel_counter"), ("counter", "GPUActive")]
+        ),
+        Some(3_200_000.0 * 1024.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "gpuledger_driver_held_bytes",
+            &[("part", "pinned_shmem"), ("counter", "GPUActive")]
+        ),
+        Some(0.0)
+    );
+    drop(s);
+
+    // xe: capacity from dmem.capacity only; no used series is invented for it.
+    let s = serve_root(&fixture("xe-suspended"), &["--interval", "1s"]);
+    let text = get(&format!("{}/metrics", s.base));
+    for device in ["0000:03:00.0", "0000:04:00.0"] {
+        assert_eq!(
+            metric(
+                &text,
+                "gpuledger_device_memory_bytes",
+                &[("device", device), ("region", "vram0"), ("kind", "total")]
+            ),
+            Some(12.0 * 1073741824.0)
+        );
+    }
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("gpuledger_device_memory_bytes{") && l.contains("kind=\"used\"")),
+        "{text}"
+    );
+}

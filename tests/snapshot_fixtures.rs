@@ -4,7 +4,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-const FIXTURES: [&str; 10] = [
+const FIXTURES: [&str; 12] = [
     "seed-2605",
     "seed-2622",
     "seed-mainline",
@@ -15,6 +15,8 @@ const FIXTURES: [&str; 10] = [
     "shared-client",
     "k8s-slurm-dmem",
     "rocm-kfd",
+    "xe-suspended",
+    "amdgpu-meminfo",
 ];
 
 #[test]

@@ -3,8 +3,10 @@
 use super::safe_text::display_safe;
 use super::text_table::{render, Align};
 use crate::findings::Finding;
-use crate::ledger::{Ledger, MemClass};
+use crate::ledger::{DriverHeld, HostTotals, Ledger, MemClass};
+use crate::sources::drm_devices::DeviceInfo;
 use crate::units::{human_bytes, human_opt};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Renders the whole snapshot report.
@@ -27,36 +29,54 @@ pub fn render_snapshot(ledger: &Ledger, findings: &[Finding]) -> String {
 
 fn host_section(l: &Ledger) -> String {
     let h = &l.host;
-    let mut s = String::from("Host memory\n");
-    let mut line = format!(
-        "  total {}   available {}",
+    format!(
+        "Host memory\n  total {}   available {}\n  {}\n  {}\n",
         human_opt(h.mem_total),
-        human_opt(h.mem_available)
+        human_opt(h.mem_available),
+        driver_held_line(h.driver_held()),
+        counters_line(h)
+    )
+}
+
+/// Driver-held host memory once, with its parts (DESIGN.md's one definition); `top` shows the
+/// same text.
+pub(crate) fn driver_held_line(held: Option<DriverHeld>) -> String {
+    let Some(e) = held else {
+        return "driver-held - (no host memory counters)".into();
+    };
+    let mut s = format!(
+        "driver-held {} ({} {} + pinned shmem {}",
+        human_bytes(e.bytes),
+        e.counter,
+        human_bytes(e.counter_bytes),
+        human_bytes(e.pinned_shmem)
     );
-    match (&h.gpu_active_source, h.gpu_active) {
-        (Some(src), Some(v)) => {
-            let name = if src == "GPUActive" {
-                "GPUActive"
-            } else {
-                "nr_gpu_active"
-            };
-            let reclaim = if name == "GPUActive" {
-                "GPUReclaim"
-            } else {
-                "nr_gpu_reclaim"
-            };
-            let _ = write!(
-                line,
-                "   {name} {}   {reclaim} {}",
-                human_bytes(v),
-                human_opt(h.gpu_reclaim)
-            );
-        }
-        _ => line.push_str("   GPUActive n/a (kernel has no GPU page accounting)"),
+    if let Some(other) = e.other_unaccounted {
+        let _ = write!(s, "; other unaccounted {}", human_bytes(other));
     }
-    let _ = writeln!(line, "   unaccounted {}", human_opt(h.unaccounted));
-    s.push_str(&line);
+    s.push(')');
     s
+}
+
+/// The plain kernel counters, which overlap each other and driver-held: never to be added up.
+fn counters_line(h: &HostTotals) -> String {
+    let gpu = match (h.gpu_active_source.as_deref(), h.gpu_active) {
+        (Some("GPUActive"), Some(v)) => format!(
+            "GPUActive {}   GPUReclaim {}",
+            human_bytes(v),
+            human_opt(h.gpu_reclaim)
+        ),
+        (Some(_), Some(v)) => format!(
+            "nr_gpu_active {}   nr_gpu_reclaim {}",
+            human_bytes(v),
+            human_opt(h.gpu_reclaim)
+        ),
+        _ => "GPUActive n/a (kernel has no GPU page accounting)".into(),
+    };
+    format!(
+        "kernel counters: {gpu}   unaccounted residual {}",
+        human_opt(h.unaccounted)
+    )
 }
 
 fn device_section(l: &Ledger) -> String {
@@ -79,6 +99,7 @@ fn device_section(l: &Ledger) -> String {
                     _ => "-".into(),
                 },
                 d.name.clone().unwrap_or_else(|| "unknown".into()),
+                vram_cell(d, &l.dmem_capacity),
                 match d.runtime_status.as_deref() {
                     Some("suspended") => "asleep (sampled slowly)".into(),
                     Some(s) => s.to_string(),
@@ -93,9 +114,19 @@ fn device_section(l: &Ledger) -> String {
         ("DRIVER", Align::Left),
         ("PCI ID", Align::Left),
         ("NAME", Align::Left),
+        ("VRAM USED / TOTAL", Align::Right),
         ("POWER", Align::Left),
     ];
     format!("GPU devices\n{}", render("  ", &headers, &rows))
+}
+
+/// `3.0 GiB / 12.0 GiB` as the driver, NVML or dmem states them; `-` for each unknown side, a
+/// bare `-` when neither is known (never 0).
+fn vram_cell(d: &DeviceInfo, dmem_capacity: &BTreeMap<String, u64>) -> String {
+    match (d.local_used(dmem_capacity), d.local_capacity(dmem_capacity)) {
+        (None, None) => "-".into(),
+        (used, total) => format!("{} / {}", human_opt(used), human_opt(total)),
+    }
 }
 
 fn process_section(l: &Ledger) -> String {

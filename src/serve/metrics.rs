@@ -49,9 +49,19 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
         host_gauges(ledger),
     );
     reg.register(
+        "gpuledger_driver_held_bytes",
+        "Driver-held host memory by part (kernel_counter, pinned_shmem); counter names the kernel counter it starts from; the parts add up to the total",
+        driver_held_gauges(ledger),
+    );
+    reg.register(
         "gpuledger_device_info",
         "One series per GPU device, value 1",
         device_gauges(ledger),
+    );
+    reg.register(
+        "gpuledger_device_memory_bytes",
+        "Device memory regions as the driver, NVML or dmem.capacity state them; kind is total or used; absent when unknown",
+        device_memory_gauges(ledger),
     );
     reg.register(
         "gpuledger_process_memory_bytes",
@@ -100,6 +110,43 @@ fn host_gauges(ledger: &Ledger) -> SortedGauges {
         }
     }
     host
+}
+
+fn driver_held_gauges(ledger: &Ledger) -> SortedGauges {
+    let mut held = SortedGauges::default();
+    if let Some(e) = ledger.host.driver_held() {
+        for (part, v) in [
+            ("kernel_counter", e.counter_bytes),
+            ("pinned_shmem", e.pinned_shmem),
+        ] {
+            held.set(
+                l(&[
+                    ("part", part.into()),
+                    ("counter", e.counter.as_str().into()),
+                ]),
+                v,
+            );
+        }
+    }
+    held
+}
+
+fn device_memory_gauges(ledger: &Ledger) -> SortedGauges {
+    let mut mem = SortedGauges::default();
+    for d in &ledger.devices {
+        for r in d.memory(&ledger.dmem_capacity) {
+            for (kind, v) in [("total", r.total), ("used", r.used)] {
+                let Some(v) = v else { continue };
+                let labels = l(&[
+                    ("device", d.id.clone()),
+                    ("region", r.region.clone()),
+                    ("kind", kind.into()),
+                ]);
+                mem.set(labels, v);
+            }
+        }
+    }
+    mem
 }
 
 fn device_gauges(ledger: &Ledger) -> SortedGauges {

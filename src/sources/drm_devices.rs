@@ -5,6 +5,22 @@
 //! bus device (a PCI dir named by slot, or a platform device) holding `vendor`, `device`, `uevent`
 //! (`PCI_SLOT_NAME`, `DRIVER`), a `driver` link and `power/runtime_status`; amdgpu adds
 //! `mem_info_{vram,gtt}_{total,used}` (bytes, drivers/gpu/drm/amd/amdgpu/amdgpu_vram_mgr.c).
+//!
+//! Device capacity without waking a runtime-suspended device:
+//! - ref: amdgpu_vram_mgr.c `amdgpu_mem_info_vram_{total,used}_show` print
+//!   `adev->gmc.real_vram_size` and `ttm_resource_manager_usage()`; amdgpu_gtt_mgr.c
+//!   `amdgpu_mem_info_gtt_{total,used}_show` print the GTT manager's size and usage. None of them
+//!   takes a runtime-PM reference (unlike amdgpu_pm.c's attributes), so they are read on a
+//!   suspended device too.
+//! - xe publishes no VRAM size in mainline sysfs: ref: xe_tile_sysfs.c (v6.10 and current) makes
+//!   `tile<n>/` with the VRAM frequency files only; `physical_vram_size_bytes`, which some tools
+//!   read, is not in it. i915's `lmem_total_bytes` is found only in Intel's out-of-tree trees.
+//!   Capacity comes instead from the root cgroup's `dmem.capacity`
+//!   (Documentation/admin-guide/cgroup-v2.rst, Linux 6.14+): ref: xe_ttm_vram_mgr.c and
+//!   amdgpu_vram_mgr.c register `drm/<pci slot>/vram0|vram1` and `…/vram` with the region's size
+//!   through `drmm_cgroup_register_region()`. A cgroup file never touches the device. i915
+//!   registers no dmem region, so its capacity stays unknown.
+//! - NVIDIA: NVML `nvmlDeviceGetMemoryInfo` (see `nvml`).
 
 use super::pci_names::device_name;
 use super::proc_pid::is_minor_name;
@@ -14,7 +30,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One GPU device with all its minors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// PCI slot (`0000:03:00.0`) or platform device name; the key used everywhere else.
     pub id: String,
@@ -78,6 +94,83 @@ impl DeviceInfo {
     /// Whether runtime PM reports the device asleep (reading xe fdinfo would wake it).
     pub fn is_suspended(&self) -> bool {
         self.runtime_status.as_deref() == Some("suspended")
+    }
+
+    /// The device's memory regions with the size and use the kernel or NVML states for them:
+    /// amdgpu sysfs or NVML (`vram`, `gtt`), then the root cgroup's `dmem.capacity` entries
+    /// `drm/<id>/<region>` (a region already known takes only a missing total from it). Unknown
+    /// numbers stay `None`, never 0.
+    pub fn memory(&self, dmem_capacity: &BTreeMap<String, u64>) -> Vec<RegionMemory> {
+        let mut out: Vec<RegionMemory> = [
+            ("vram", self.vram_total, self.vram_used),
+            ("gtt", self.gtt_total, self.gtt_used),
+        ]
+        .into_iter()
+        .filter(|(_, total, used)| total.is_some() || used.is_some())
+        .map(|(region, total, used)| RegionMemory::new(region, total, used))
+        .collect();
+        let prefix = format!("drm/{}/", self.id);
+        for (key, &bytes) in dmem_capacity {
+            let Some(region) = key.strip_prefix(&prefix) else {
+                continue;
+            };
+            match out.iter_mut().find(|r| r.region == region) {
+                Some(known) => known.total = known.total.or(Some(bytes)),
+                None => out.push(RegionMemory::new(region, Some(bytes), None)),
+            }
+        }
+        out
+    }
+
+    /// Device-local (VRAM) capacity: the sum of the local regions' totals, `None` when no
+    /// local region has a known total.
+    pub fn local_capacity(&self, dmem_capacity: &BTreeMap<String, u64>) -> Option<u64> {
+        self.memory(dmem_capacity)
+            .iter()
+            .filter(|r| r.local)
+            .filter_map(|r| r.total)
+            .reduce(u64::saturating_add)
+    }
+
+    /// Device-local memory in use as the driver states it: the sum over the local regions, `None`
+    /// unless every local region says (xe and dmem give no use, only capacity).
+    pub fn local_used(&self, dmem_capacity: &BTreeMap<String, u64>) -> Option<u64> {
+        let local: Vec<RegionMemory> = self
+            .memory(dmem_capacity)
+            .into_iter()
+            .filter(|r| r.local)
+            .collect();
+        if local.is_empty() {
+            return None;
+        }
+        local
+            .iter()
+            .try_fold(0u64, |sum, r| Some(sum.saturating_add(r.used?)))
+    }
+}
+
+/// One memory region of a device as the kernel or NVML sizes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegionMemory {
+    /// `vram`, `gtt` (amdgpu sysfs, NVML) or the dmem region name (`vram0`, `vram1`, `stolen`).
+    pub region: String,
+    /// Whether the region is on the device (VRAM), not host memory it maps or steals.
+    pub local: bool,
+    /// Size, bytes.
+    pub total: Option<u64>,
+    /// In use, bytes, where the driver says (amdgpu sysfs, NVML).
+    pub used: Option<u64>,
+}
+
+impl RegionMemory {
+    fn new(region: &str, total: Option<u64>, used: Option<u64>) -> RegionMemory {
+        RegionMemory {
+            region: region.to_string(),
+            // Drivers name their device memory vram/vram<n> in dmem and fdinfo alike.
+            local: region.starts_with("vram"),
+            total,
+            used,
+        }
     }
 }
 
@@ -177,4 +270,58 @@ fn uevent(root: &Root, dev: &str) -> BTreeMap<String, String> {
 
 fn last_component(p: &Path) -> Option<String> {
     Some(p.file_name()?.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(id: &str) -> DeviceInfo {
+        DeviceInfo {
+            id: id.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn capacity_from_sysfs_and_dmem_without_inventing_zeros() {
+        let dmem: BTreeMap<String, u64> = [
+            ("drm/0000:03:00.0/vram0", 12 << 30),
+            ("drm/0000:03:00.0/vram1", 12 << 30),
+            ("drm/0000:03:00.0/stolen", 64 << 20),
+            ("drm/0000:04:00.0/vram", 24 << 30),
+            ("drm/0000:03:00.00/vram0", 1),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let xe = dev("0000:03:00.0");
+        let regions = xe.memory(&dmem);
+        assert_eq!(regions.len(), 3, "{regions:?}");
+        assert!(regions.iter().all(|r| r.used.is_none()));
+        assert_eq!(
+            xe.local_capacity(&dmem),
+            Some(24 << 30),
+            "stolen is not VRAM"
+        );
+
+        // amdgpu: sysfs used with dmem's total filling the gap, never a second vram region.
+        let amd = DeviceInfo {
+            vram_used: Some(3 << 30),
+            gtt_total: Some(8 << 30),
+            ..dev("0000:04:00.0")
+        };
+        let regions = amd.memory(&dmem);
+        assert_eq!(regions.len(), 2, "{regions:?}");
+        assert_eq!(regions[0].total, Some(24 << 30));
+        assert_eq!(regions[0].used, Some(3 << 30));
+        assert!(!regions[1].local);
+        assert_eq!(amd.local_capacity(&dmem), Some(24 << 30));
+        assert_eq!(amd.local_used(&dmem), Some(3 << 30));
+        assert_eq!(xe.local_used(&dmem), None, "dmem gives no use");
+
+        let unknown = dev("0000:05:00.0");
+        assert!(unknown.memory(&dmem).is_empty());
+        assert_eq!(unknown.local_capacity(&dmem), None);
+    }
 }

@@ -18,10 +18,12 @@ pub struct NvGpu {
     pub bus_id: String,
     /// Product name.
     pub name: String,
-    /// VRAM total, bytes.
-    pub memory_total: u64,
-    /// VRAM used, bytes.
-    pub memory_used: u64,
+    /// VRAM total, bytes (`nvmlDeviceGetMemoryInfo`); `None` where NVML does not answer it.
+    #[serde(default)]
+    pub memory_total: Option<u64>,
+    /// VRAM used, bytes; `None` where NVML does not answer it.
+    #[serde(default)]
+    pub memory_used: Option<u64>,
     /// Driver version.
     pub driver_version: Option<String>,
     /// (pid, used GPU memory) of every compute or graphics process; `None` when NVML cannot tell.
@@ -52,7 +54,9 @@ impl NvmlSource for NvmlLib {
         let mut out = Vec::new();
         for i in 0..count {
             let dev = nvml.device_by_index(i).map_err(|e| e.to_string())?;
-            let mem = dev.memory_info().map_err(|e| e.to_string())?;
+            // Some parts answer NotSupported here; the GPU and its processes still count, with
+            // capacity unknown rather than 0.
+            let mem = dev.memory_info().ok();
             let mut processes: Vec<(u32, Option<u64>)> = Vec::new();
             let lists = [
                 dev.running_compute_processes(),
@@ -70,8 +74,8 @@ impl NvmlSource for NvmlLib {
             out.push(NvGpu {
                 bus_id: normalize_bus_id(&dev.pci_info().map_err(|e| e.to_string())?.bus_id),
                 name: dev.name().unwrap_or_else(|_| "NVIDIA GPU".into()),
-                memory_total: mem.total,
-                memory_used: mem.used,
+                memory_total: mem.as_ref().map(|m| m.total),
+                memory_used: mem.as_ref().map(|m| m.used),
                 driver_version: driver.clone(),
                 processes,
             });
@@ -120,8 +124,8 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
         device: None,
         name: Some(g.name.clone()),
         runtime_status: None,
-        vram_total: Some(g.memory_total),
-        vram_used: Some(g.memory_used),
+        vram_total: g.memory_total,
+        vram_used: g.memory_used,
         gtt_total: None,
         gtt_used: None,
         integrated: None,

@@ -4,18 +4,57 @@ use super::{SortKey, State};
 use crate::findings::Severity;
 use crate::ledger::MemClass;
 use crate::outputs::safe_text::{display_safe, safe};
+use crate::outputs::table::driver_held_line;
+use crate::sources::drm_devices::DeviceInfo;
 use crate::units::human_bytes;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Row, Sparkline, Table, Wrap};
 use ratatui::Frame;
+use std::collections::BTreeMap;
 
 fn ratio(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
         (part as f64 / whole as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// Cells of a device's VRAM bar.
+const BAR: usize = 32;
+
+/// One device: its VRAM held by processes drawn against the capacity the driver, NVML or dmem
+/// states. Without a capacity there is no bar: one scaled to anything else would look full.
+fn device_line<'a>(d: &DeviceInfo, held: u64, dmem: &BTreeMap<String, u64>) -> Line<'a> {
+    let head = Span::raw(format!(
+        "{:<14} {:<6} ",
+        display_safe(&d.id),
+        display_safe(d.driver.as_deref().unwrap_or("-"))
+    ));
+    match d.local_capacity(dmem) {
+        Some(cap) => {
+            let filled = (ratio(held, cap) * BAR as f64).round() as usize;
+            Line::from(vec![
+                head,
+                Span::styled("█".repeat(filled), Style::default().fg(Color::Cyan)),
+                Span::raw("░".repeat(BAR - filled)),
+                Span::raw(format!(
+                    " VRAM held {} of {}",
+                    human_bytes(held),
+                    human_bytes(cap)
+                )),
+            ])
+        }
+        None => Line::from(vec![
+            head,
+            Span::styled(
+                format!("{:<BAR$}", "no capacity"),
+                Style::default().fg(Color::DarkGray),
+            ),
+            Span::raw(format!(" VRAM held {}", human_bytes(held))),
+        ]),
     }
 }
 
@@ -36,15 +75,12 @@ pub fn draw(f: &mut Frame, s: &State) {
     let h = &l.host;
     let total = h.mem_total.unwrap_or(0);
     let avail = h.mem_available.unwrap_or(0);
-    let held = h.driver_held();
     let label = format!(
-        "used {} / {}   available {}   driver-held {} ({})",
+        "used {} / {}   available {}   {}",
         human_bytes(total.saturating_sub(avail)),
         human_bytes(total),
         human_bytes(avail),
-        held.map(|e| human_bytes(e.bytes))
-            .unwrap_or_else(|| "-".into()),
-        held.map(|e| e.counter.as_str()).unwrap_or("n/a")
+        driver_held_line(h.driver_held())
     );
     let low = (avail as f64) < total as f64 * 0.1;
     f.render_widget(
@@ -64,41 +100,14 @@ pub fn draw(f: &mut Frame, s: &State) {
         l.processes
             .iter()
             .map(|p| p.resident(dev, MemClass::Device))
-            .sum()
+            .fold(0, u64::saturating_add)
     };
-    let max_local = l
-        .devices
-        .iter()
-        .map(|d| local_of(&d.id))
-        .max()
-        .unwrap_or(0)
-        .max(1);
     let dev_lines: Vec<Line> = if l.devices.is_empty() {
         vec![Line::from("no GPU device")]
     } else {
         l.devices
             .iter()
-            .map(|d| {
-                let b = local_of(&d.id);
-                let width = 30usize;
-                // Against the device's VRAM where the driver tells it (amdgpu, NVML), else against
-                // the busiest device.
-                let full = d.vram_total.unwrap_or(max_local);
-                let filled = (ratio(b, full) * width as f64).round() as usize;
-                Line::from(vec![
-                    Span::raw(format!(
-                        "{:<14} {:<6} ",
-                        display_safe(&d.id),
-                        display_safe(d.driver.as_deref().unwrap_or("-"))
-                    )),
-                    Span::styled("█".repeat(filled), Style::default().fg(Color::Cyan)),
-                    Span::raw("░".repeat(width - filled)),
-                    Span::raw(match d.vram_total {
-                        Some(t) => format!(" VRAM in use {} of {}", human_bytes(b), human_bytes(t)),
-                        None => format!(" VRAM in use {}", human_bytes(b)),
-                    }),
-                ])
-            })
+            .map(|d| device_line(d, local_of(&d.id), &l.dmem_capacity))
             .collect()
     };
     f.render_widget(
@@ -263,6 +272,63 @@ mod tests {
             sort: SortKey::Host,
         };
         (dir, state)
+    }
+
+    fn fixture_state(name: &str) -> State {
+        let root = Root::open(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+        )
+        .unwrap();
+        let snap = Sampler::new(root, Scope::All, SamplerOptions::default())
+            .sample()
+            .unwrap();
+        let ledger = Ledger::from_snapshot(&snap);
+        State {
+            findings: analyze(&ledger, &Thresholds::default()),
+            ledger,
+            history: Default::default(),
+            sort: SortKey::Host,
+        }
+    }
+
+    /// The screen's rows that start with `device` (inside the devices box).
+    fn device_row(state: &State, device: &str) -> String {
+        let mut term = Terminal::new(TestBackend::new(160, 40)).unwrap();
+        term.draw(|f| draw(f, state)).unwrap();
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .find(|row| row.trim_start_matches('│').starts_with(device))
+            .unwrap_or_else(|| panic!("no row for {device}"))
+    }
+
+    #[test]
+    fn vram_bar_is_drawn_against_the_device_capacity() {
+        // 3 GiB held on a 12 GiB B580 (capacity from dmem.capacity): a quarter of the bar.
+        let state = fixture_state("xe-suspended");
+        let busy = device_row(&state, "0000:03:00.0");
+        assert_eq!(busy.matches('█').count(), BAR / 4, "{busy}");
+        assert_eq!(busy.matches('░').count(), BAR - BAR / 4, "{busy}");
+        assert!(busy.contains("VRAM held 3.0 GiB of 12.0 GiB"), "{busy}");
+        // The suspended card still has its capacity, and nothing held.
+        let asleep = device_row(&state, "0000:04:00.0");
+        assert_eq!(asleep.matches('░').count(), BAR, "{asleep}");
+        assert!(asleep.contains("of 12.0 GiB"), "{asleep}");
+    }
+
+    #[test]
+    fn no_capacity_draws_no_bar() {
+        // seed-2622's xe cards have no dmem.capacity: the busiest must not be drawn full.
+        let state = fixture_state("seed-2622");
+        let row = device_row(&state, "0000:03:00.0");
+        assert!(row.contains("no capacity"), "{row}");
+        assert!(!row.contains('█') && !row.contains('░'), "{row}");
     }
 
     #[test]
