@@ -1,0 +1,151 @@
+//! The facts a base is matched against: component versions, devices, the job's environment
+//! and the findings of a snapshot.
+
+use super::base::Base;
+use crate::findings::Finding;
+use crate::root::Root;
+use crate::sources::drm_devices::DeviceInfo;
+use crate::sources::system_info::SystemInfo;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One detected version of a component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VersionFact {
+    /// Component name from `components.toml`.
+    pub component: String,
+    /// The version as found (package decorations kept).
+    pub version: String,
+    /// Where it was found (`intel-opencl-icd (dpkg-query)`).
+    pub source: String,
+}
+
+/// One device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceFact {
+    /// PCI slot (or platform name).
+    pub slot: String,
+    /// `vendor:device`, lower-case hex without `0x` (`8086:e223`).
+    pub pci_id: Option<String>,
+    /// Kernel driver.
+    pub driver: Option<String>,
+    /// The PCIe root port it sits under, when known.
+    pub root_port: Option<String>,
+}
+
+impl DeviceFact {
+    /// From a scanned device and its root port.
+    pub fn from_info(d: &DeviceInfo, root_port: Option<String>) -> DeviceFact {
+        let hex = |s: &Option<String>| {
+            s.as_deref()
+                .map(|v| v.trim().trim_start_matches("0x").to_ascii_lowercase())
+        };
+        let pci_id = match (hex(&d.vendor), hex(&d.device)) {
+            (Some(v), Some(dev)) => Some(format!("{v}:{dev}")),
+            _ => None,
+        };
+        DeviceFact {
+            slot: d.id.clone(),
+            pci_id,
+            driver: d.driver.clone(),
+            root_port,
+        }
+    }
+
+    /// The vendor half of the id.
+    pub fn vendor(&self) -> Option<&str> {
+        self.pci_id.as_deref().and_then(|p| p.split(':').next())
+    }
+}
+
+/// Everything the matcher looks at.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Facts {
+    /// Detected component versions.
+    pub versions: Vec<VersionFact>,
+    /// Devices of the machine.
+    pub devices: Vec<DeviceFact>,
+    /// The job's environment (allow-listed names); empty = no masks, all devices visible.
+    pub env: BTreeMap<String, String>,
+    /// Findings of a snapshot of the machine (or a recording).
+    pub findings: Vec<Finding>,
+}
+
+/// Component versions from what `system_info` found (packages, kernel module versions) and, in a
+/// capture tree where package managers are not asked, `var/lib/dpkg/status` under the root.
+pub fn versions(base: &Base, sys: &SystemInfo, root: &Root) -> Vec<VersionFact> {
+    let mut packages: Vec<(String, String, String)> = sys
+        .packages
+        .iter()
+        .map(|(n, v)| {
+            let from = sys.packages_source.clone().unwrap_or_default();
+            (n.clone(), v.clone(), from)
+        })
+        .collect();
+    if !root.is_live() {
+        if let Ok(text) = root.read_string("var/lib/dpkg/status") {
+            packages.extend(
+                dpkg_status(&text)
+                    .into_iter()
+                    .map(|(n, v)| (n, v, "var/lib/dpkg/status".to_string())),
+            );
+        }
+    }
+    let mut out = Vec::new();
+    for (component, c) in &base.components {
+        for (name, version, from) in &packages {
+            if c.packages.iter().any(|p| name.starts_with(p.as_str())) {
+                out.push(VersionFact {
+                    component: component.clone(),
+                    version: version.clone(),
+                    source: format!("package {name} ({from})"),
+                });
+            }
+        }
+        for m in &c.modules {
+            if let Some(v) = sys.driver_versions.get(m) {
+                out.push(VersionFact {
+                    component: component.clone(),
+                    version: v.clone(),
+                    source: format!("/sys/module/{m}/version"),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Installed packages of a dpkg status file (`Package:`, `Status: … installed`, `Version:`
+/// stanzas separated by blank lines; ref: dpkg's deb-control(5) / the status database format).
+pub fn dpkg_status(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for stanza in text.split("\n\n") {
+        let field = |key: &str| {
+            stanza
+                .lines()
+                .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+        };
+        let installed = field("Status:").is_some_and(|s| s.ends_with(" installed"));
+        if let (true, Some(name), Some(version)) = (installed, field("Package:"), field("Version:"))
+        {
+            out.push((name, version));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpkg_status_keeps_installed_packages_only() {
+        let text = "Package: intel-opencl-icd\nStatus: install ok installed\nVersion: 26.22.38646.4-0\n\n\
+                    Package: libze-intel-gpu1\nStatus: deinstall ok config-files\nVersion: 26.05.37020.3-0\n\n\
+                    Package: broken\nStatus: install ok installed\n";
+        assert_eq!(
+            dpkg_status(text),
+            vec![("intel-opencl-icd".to_string(), "26.22.38646.4-0".to_string())]
+        );
+    }
+}
