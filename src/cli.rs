@@ -169,6 +169,11 @@ pub enum Command {
         #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Preflight: runtime and kernel versions, GPUs and their PCI topology, the job's device
+    /// masks and rank count (from `-- CMD`, which is not run), the known issues that apply and
+    /// the host RAM the job would need if their pattern occurs. Exits 3 with --fail-on when a
+    /// known issue at that level applies.
+    Doctor(DoctorArgs),
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
         /// The recording.
@@ -320,4 +325,29 @@ pub enum PeersArg {
     All,
     /// Ring neighbours only.
     Ring,
+}
+
+/// `doctor` options.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON (gpuledger.doctor/1).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 3 when a known issue of this severity or worse applies.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// Device memory each rank allocates, to project the pinned host RAM against this machine.
+    #[arg(long, value_name = "SIZE", value_parser = doctor_size)]
+    pub vram_per_rank: Option<u64>,
+    /// The job's command, after `--`: its environment is this shell's, read and not run.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `--vram-per-rank`: a size such as 16GiB.
+fn doctor_size(text: &str) -> Result<u64, String> {
+    match gpuledger::units::parse_size_spec(text).map_err(|e| e.to_string())? {
+        gpuledger::units::SizeSpec::Bytes(b) => Ok(b),
+        gpuledger::units::SizeSpec::Percent(_) => Err(format!("{text:?}: give a size such as 16GiB")),
+    }
 }

@@ -3,6 +3,7 @@
 mod capture;
 mod demo;
 mod diff;
+mod doctor;
 mod experiment;
 mod guard;
 mod project;
@@ -102,6 +103,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         ),
         Some(Command::Show { file, json }) => show::run(&file, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
+        Some(Command::Doctor(args)) => doctor::run(cli.root.as_deref(), &args, &thresholds),
     }
 }
 

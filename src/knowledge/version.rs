@@ -13,6 +13,8 @@ use std::fmt;
 #[serde(into = "String")]
 pub struct Version {
     parts: Vec<u64>,
+    /// The dotted part as written (`26.09.37435`), for display.
+    text: String,
 }
 
 impl Version {
@@ -21,15 +23,21 @@ impl Version {
         let text = text.trim();
         let text = text.split_once(':').map_or(text, |(_, rest)| rest);
         let mut parts = Vec::new();
+        let mut shown = Vec::new();
         for piece in text.split('.') {
             let digits: String = piece.chars().take_while(char::is_ascii_digit).collect();
             parts.push(digits.parse::<u64>().ok()?);
+            let whole = digits.len() == piece.len();
+            shown.push(digits);
             // A decoration (`7-0`, `13+xpu`) ends the version.
-            if digits.len() != piece.len() {
+            if !whole {
                 break;
             }
         }
-        Some(Version { parts })
+        Some(Version {
+            parts,
+            text: shown.join("."),
+        })
     }
 
     fn part(&self, i: usize) -> u64 {
@@ -61,8 +69,7 @@ impl PartialEq for Version {
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.parts.iter().map(u64::to_string).collect();
-        f.write_str(&parts.join("."))
+        f.write_str(&self.text)
     }
 }
 
@@ -117,6 +124,7 @@ mod tests {
         assert_eq!(v("26.27.39122.12-1~26.04~ppa1"), v("26.27.39122.12"));
         assert_eq!(v("1:26.09.37435.7-0").to_string(), "26.09.37435.7");
         assert_eq!(v("2.14.0+xpu").to_string(), "2.14.0");
+        assert_eq!(v("26.09.37435").to_string(), "26.09.37435");
         assert_eq!(Version::parse("abc"), None);
         assert_eq!(Version::parse(""), None);
     }
