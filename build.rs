@@ -20,7 +20,11 @@ fn main() {
     out.push_str("pub(crate) const ENTRIES: &[(&str, &str)] = &[\n");
     for n in &names {
         let path = dir.join("entries").join(n);
-        let _ = writeln!(out, "    ({n:?}, include_str!({:?})),", path.display().to_string());
+        let _ = writeln!(
+            out,
+            "    ({n:?}, include_str!({:?})),",
+            path.display().to_string()
+        );
     }
     out.push_str("];\n");
     for f in ["families.toml", "components.toml"] {
@@ -32,6 +36,7 @@ fn main() {
             path.display().to_string()
         );
     }
-    let dest = Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("known_issues.rs");
+    let dest =
+        Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("known_issues.rs");
     std::fs::write(dest, out).expect("write known_issues.rs");
 }

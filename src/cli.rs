@@ -348,6 +348,8 @@ pub struct DoctorArgs {
 fn doctor_size(text: &str) -> Result<u64, String> {
     match gpuledger::units::parse_size_spec(text).map_err(|e| e.to_string())? {
         gpuledger::units::SizeSpec::Bytes(b) => Ok(b),
-        gpuledger::units::SizeSpec::Percent(_) => Err(format!("{text:?}: give a size such as 16GiB")),
+        gpuledger::units::SizeSpec::Percent(_) => {
+            Err(format!("{text:?}: give a size such as 16GiB"))
+        }
     }
 }

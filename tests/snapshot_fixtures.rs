@@ -380,5 +380,8 @@ fn integrated_working_memory_is_driver_held_but_not_alarming() {
     let msg = held[0]["message"].as_str().unwrap();
     assert!(msg.contains("working memory of integrated GPUs"), "{msg}");
     let seed = snapshot("seed-2622");
-    assert_eq!(findings_of(&seed, "driver_held_host")[0]["severity"], "critical");
+    assert_eq!(
+        findings_of(&seed, "driver_held_host")[0]["severity"],
+        "critical"
+    );
 }

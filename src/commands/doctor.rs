@@ -83,7 +83,9 @@ pub fn run(root: Option<&Path>, args: &DoctorArgs, t: &Thresholds) -> Result<Exi
     };
     for d in &snap.devices {
         let place = topology::placement(root, &d.id);
-        facts.devices.push(DeviceFact::from_info(d, place.root_port.clone()));
+        facts
+            .devices
+            .push(DeviceFact::from_info(d, place.root_port.clone()));
         devices.push(DeviceRow {
             slot: d.id.clone(),
             pci_id: facts.devices.last().and_then(|f| f.pci_id.clone()),
@@ -227,7 +229,8 @@ fn p2p_sentence(devices: &[DeviceRow]) -> String {
             ports.len()
         )
     } else {
-        "all GPUs under one root port: peer traffic can stay below it (switch, ACS permitting)".to_string()
+        "all GPUs under one root port: peer traffic can stay below it (switch, ACS permitting)"
+            .to_string()
     };
     format!(
         "{placement}. p2pmem published by {published} of {} GPU(s); the kernel's per-pair P2P \
@@ -247,7 +250,12 @@ fn render_text(r: &Report) -> String {
         out.push_str("  none found (packages are asked on the live machine; a capture tree needs var/lib/dpkg/status)\n");
     }
     for v in &r.versions {
-        out.push_str(&format!("  {} {}  ({})\n", v.component, safe(&v.version), safe(&v.source)));
+        out.push_str(&format!(
+            "  {} {}  ({})\n",
+            v.component,
+            safe(&v.version),
+            safe(&v.source)
+        ));
     }
     out.push_str("\nGPUs and PCI topology:\n");
     let rows: Vec<Vec<String>> = r
@@ -295,7 +303,9 @@ fn render_job(job: &Job) -> String {
         out.push_str(&format!("  {}={}\n", safe(k), safe(v)));
     }
     for (vendor, (seen, present)) in &job.visible {
-        out.push_str(&format!("  visible: {seen} of {present} GPU(s) of vendor {vendor}\n"));
+        out.push_str(&format!(
+            "  visible: {seen} of {present} GPU(s) of vendor {vendor}\n"
+        ));
     }
     out
 }
@@ -317,7 +327,10 @@ fn render_issues(a: &Assessment) -> String {
             out.push_str(&format!("    - {}\n", safe(f)));
         }
         for w in &m.workarounds {
-            out.push_str(&format!("    workaround: {} (caveat: {})\n", w.what, w.caveat));
+            out.push_str(&format!(
+                "    workaround: {} (caveat: {})\n",
+                w.what, w.caveat
+            ));
         }
         out.push_str(&format!("    see: {}\n", m.links.join(" ")));
     }

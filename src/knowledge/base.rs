@@ -89,7 +89,10 @@ impl Base {
             }
         }
         files.sort();
-        let refs: Vec<(&str, &str)> = files.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
         Base::from_texts(&families, &components, &refs)
     }
 
@@ -141,7 +144,11 @@ fn check_pci_pair(file: &str, field: &str, v: &str) -> Result<(), KnowledgeError
     if ok {
         Ok(())
     } else {
-        Err(invalid(file, field, format!("{v:?} is not a PCI id pair such as \"8086:e223\" (lower-case hex)")))
+        Err(invalid(
+            file,
+            field,
+            format!("{v:?} is not a PCI id pair such as \"8086:e223\" (lower-case hex)"),
+        ))
     }
 }
 
@@ -150,28 +157,50 @@ fn check_date(file: &str, v: &str) -> Result<(), KnowledgeError> {
     let ok = b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
-        && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
     if ok {
         Ok(())
     } else {
-        Err(invalid(file, "last_checked", format!("{v:?} is not a date YYYY-MM-DD")))
+        Err(invalid(
+            file,
+            "last_checked",
+            format!("{v:?} is not a date YYYY-MM-DD"),
+        ))
     }
 }
 
 impl Base {
     fn check(&self, file: &str, e: &Entry) -> Result<(), KnowledgeError> {
         let file = &format!("entries/{file}");
-        if Some(e.id.as_str()) != file.strip_prefix("entries/").and_then(|f| f.strip_suffix(".toml")) {
-            return Err(invalid(file, "id", format!("{:?} must equal the file name without .toml", e.id)));
+        if Some(e.id.as_str())
+            != file
+                .strip_prefix("entries/")
+                .and_then(|f| f.strip_suffix(".toml"))
+        {
+            return Err(invalid(
+                file,
+                "id",
+                format!("{:?} must equal the file name without .toml", e.id),
+            ));
         }
         check_date(file, &e.last_checked)?;
         if e.links.is_empty() {
-            return Err(invalid(file, "links", "give at least one public report or a repository path"));
+            return Err(invalid(
+                file,
+                "links",
+                "give at least one public report or a repository path",
+            ));
         }
         for l in &e.links {
             let repo_path = !l.contains("://") && !l.starts_with('/') && !l.contains("..");
             if !(l.starts_with("https://") || repo_path) {
-                return Err(invalid(file, "links", format!("{l:?} is neither an https:// URL nor a repository path")));
+                return Err(invalid(
+                    file,
+                    "links",
+                    format!("{l:?} is neither an https:// URL nor a repository path"),
+                ));
             }
         }
         for d in &e.hardware.devices {
@@ -179,22 +208,38 @@ impl Base {
         }
         for f in &e.hardware.families {
             if !self.families.contains_key(f) {
-                return Err(invalid(file, "hardware.families", format!("{f:?} is not in families.toml")));
+                return Err(invalid(
+                    file,
+                    "hardware.families",
+                    format!("{f:?} is not in families.toml"),
+                ));
             }
         }
         for v in &e.hardware.vendors {
             check_pci_pair(file, "hardware.vendors", &format!("{v}:0000"))?;
         }
         if e.versions.is_none() && e.status == Status::Fixed {
-            return Err(invalid(file, "versions", "a fixed issue needs [versions] with `fixed`"));
+            return Err(invalid(
+                file,
+                "versions",
+                "a fixed issue needs [versions] with `fixed`",
+            ));
         }
         if let Some(v) = &e.versions {
             if !self.components.contains_key(&v.component) {
-                return Err(invalid(file, "versions.component", format!("{:?} is not in components.toml", v.component)));
+                return Err(invalid(
+                    file,
+                    "versions.component",
+                    format!("{:?} is not in components.toml", v.component),
+                ));
             }
             range_of(file, v)?;
             if e.status == Status::Fixed && v.fixed.is_none() {
-                return Err(invalid(file, "versions.fixed", "status is \"fixed\": name the fixed release"));
+                return Err(invalid(
+                    file,
+                    "versions.fixed",
+                    "status is \"fixed\": name the fixed release",
+                ));
             }
         }
         Ok(())
@@ -202,7 +247,8 @@ impl Base {
 }
 
 fn version(file: &str, field: &str, text: &str) -> Result<Version, KnowledgeError> {
-    Version::parse(text).ok_or_else(|| invalid(file, field, format!("{text:?} is not a dotted version")))
+    Version::parse(text)
+        .ok_or_else(|| invalid(file, field, format!("{text:?} is not a dotted version")))
 }
 
 /// The affected range of `v`; `file` names the entry in errors.
@@ -216,21 +262,40 @@ pub(crate) fn range_of(file: &str, v: &super::schema::Versions) -> Result<Range,
         .as_deref()
         .map(|t| version(file, "versions.introduced", t))
         .transpose()?;
-    let fixed = v.fixed.as_deref().map(|t| version(file, "versions.fixed", t)).transpose()?;
-    let (low, low_is_introduced) = match (introduced, reported.iter().min()) {
-        (Some(i), _) => (i, true),
-        (None, Some(r)) => (r.clone(), false),
-        (None, None) => {
-            return Err(invalid(file, "versions", "give `introduced` or at least one `reported` release (or leave out [versions])"))
-        }
-    };
+    let fixed = v
+        .fixed
+        .as_deref()
+        .map(|t| version(file, "versions.fixed", t))
+        .transpose()?;
+    let (low, low_is_introduced) =
+        match (introduced, reported.iter().min()) {
+            (Some(i), _) => (i, true),
+            (None, Some(r)) => (r.clone(), false),
+            (None, None) => return Err(invalid(
+                file,
+                "versions",
+                "give `introduced` or at least one `reported` release (or leave out [versions])",
+            )),
+        };
     if let Some(f) = &fixed {
         if *f <= low {
-            return Err(invalid(file, "versions.fixed", format!("{f} is not after {low}")));
+            return Err(invalid(
+                file,
+                "versions.fixed",
+                format!("{f} is not after {low}"),
+            ));
         }
         if let Some(r) = reported.iter().find(|r| *r >= f) {
-            return Err(invalid(file, "versions.reported", format!("{r} is at or after the fix {f}")));
+            return Err(invalid(
+                file,
+                "versions.reported",
+                format!("{r} is at or after the fix {f}"),
+            ));
         }
     }
-    Ok(Range { low, low_is_introduced, fixed })
+    Ok(Range {
+        low,
+        low_is_introduced,
+        fixed,
+    })
 }

@@ -145,7 +145,10 @@ mod tests {
                     Package: broken\nStatus: install ok installed\n";
         assert_eq!(
             dpkg_status(text),
-            vec![("intel-opencl-icd".to_string(), "26.22.38646.4-0".to_string())]
+            vec![(
+                "intel-opencl-icd".to_string(),
+                "26.22.38646.4-0".to_string()
+            )]
         );
     }
 }

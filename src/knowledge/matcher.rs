@@ -62,7 +62,8 @@ pub fn assess(base: &Base, facts: &Facts) -> Assessment {
             }),
         }
     }
-    out.matches.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    out.matches
+        .sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
     out
 }
 
@@ -95,18 +96,30 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
     let vendor = first.vendor().unwrap_or("");
     let (seen, masks) = visible(vendor, devices.len(), &facts.env);
     if let Some(min) = c.min_visible {
-        let masked = if masks.is_empty() { "no device mask".to_string() } else { masks.join(" ") };
+        let masked = if masks.is_empty() {
+            "no device mask".to_string()
+        } else {
+            masks.join(" ")
+        };
         if seen < min as usize {
             return Err(format!("{seen} visible to the job ({masked}); needs {min}"));
         }
-        why.push(format!("{seen} visible to the job ({masked}); the issue needs {min}"));
+        why.push(format!(
+            "{seen} visible to the job ({masked}); the issue needs {min}"
+        ));
     }
     if c.topology == Some(Topology::DifferentRootPorts) {
-        let ports: BTreeSet<&str> = devices.iter().filter_map(|d| d.root_port.as_deref()).collect();
+        let ports: BTreeSet<&str> = devices
+            .iter()
+            .filter_map(|d| d.root_port.as_deref())
+            .collect();
         if ports.len() < 2 {
             return Err("the devices are not known to sit under different root ports".into());
         }
-        why.push(format!("under different root ports: {}", ports.into_iter().collect::<Vec<_>>().join(", ")));
+        why.push(format!(
+            "under different root ports: {}",
+            ports.into_iter().collect::<Vec<_>>().join(", ")
+        ));
     }
     for (k, v) in &c.env_present {
         match facts.env.get(k) {
@@ -123,13 +136,29 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         why.push(version_fact(e, v, facts)?);
     }
     let signature = e.signature.and_then(|s| {
-        facts.findings.iter().find(|f| {
-            f.kind == s.kind && s.backing.is_none_or(|b| f.backing == Some(b))
-        })
+        facts
+            .findings
+            .iter()
+            .find(|f| f.kind == s.kind && s.backing.is_none_or(|b| f.backing == Some(b)))
     });
     if let Some(f) = signature {
-        let backing = f.backing.map(|b| format!(" with {} backing", serde_json::to_value(b).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())).unwrap_or_default();
-        why.push(format!("{} finding{backing} present: {}", f.kind.as_str(), f.message));
+        let backing = f
+            .backing
+            .map(|b| {
+                format!(
+                    " with {} backing",
+                    serde_json::to_value(b)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        why.push(format!(
+            "{} finding{backing} present: {}",
+            f.kind.as_str(),
+            f.message
+        ));
     }
     let severity = if e.informational {
         Severity::Info
@@ -152,20 +181,35 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
 fn describe_devices(devices: &[&DeviceFact]) -> String {
     let ids: BTreeSet<&str> = devices.iter().filter_map(|d| d.pci_id.as_deref()).collect();
     let ids: Vec<&str> = ids.into_iter().collect();
-    format!("{} matching device(s) on the machine ({})", devices.len(), ids.join(", "))
+    format!(
+        "{} matching device(s) on the machine ({})",
+        devices.len(),
+        ids.join(", ")
+    )
 }
 
 fn version_fact(e: &Entry, v: &super::schema::Versions, facts: &Facts) -> Result<String, String> {
     let range = range_of(&e.id, v).map_err(|err| err.to_string())?;
-    let found: Vec<_> = facts.versions.iter().filter(|f| f.component == v.component).collect();
+    let found: Vec<_> = facts
+        .versions
+        .iter()
+        .filter(|f| f.component == v.component)
+        .collect();
     if found.is_empty() {
         return Err(format!("no {} version found", v.component));
     }
     for f in &found {
         if Version::parse(&f.version).is_some_and(|x| range.contains(&x)) {
-            return Ok(format!("{} {} from {}: {range}", v.component, f.version, f.source));
+            return Ok(format!(
+                "{} {} from {}: {range}",
+                v.component, f.version, f.source
+            ));
         }
     }
     let seen: Vec<&str> = found.iter().map(|f| f.version.as_str()).collect();
-    Err(format!("{} {} is outside the affected range ({range})", v.component, seen.join(", ")))
+    Err(format!(
+        "{} {} is outside the affected range ({range})",
+        v.component,
+        seen.join(", ")
+    ))
 }

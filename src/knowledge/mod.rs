@@ -18,6 +18,9 @@ mod visible;
 pub use base::{Base, KnowledgeError};
 pub use facts::{dpkg_status, versions, DeviceFact, Facts, VersionFact};
 pub use matcher::{assess, Assessment, Match, NotMatched};
-pub use schema::{Component, Conditions, Entry, Family, Hardware, Signature, Status, Topology, Versions, Workaround};
+pub use schema::{
+    Component, Conditions, Entry, Family, Hardware, Signature, Status, Topology, Versions,
+    Workaround,
+};
 pub use version::{Range, Version};
 pub use visible::{ranks_of, visible};

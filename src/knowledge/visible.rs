@@ -10,7 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Devices of `vendor` (`8086`, `10de`, `1002`) visible out of `present`, and the masks that
 /// decided it (`NAME=value`).
-pub fn visible(vendor: &str, present: usize, env: &BTreeMap<String, String>) -> (usize, Vec<String>) {
+pub fn visible(
+    vendor: &str,
+    present: usize,
+    env: &BTreeMap<String, String>,
+) -> (usize, Vec<String>) {
     let names: &[&str] = match vendor {
         "8086" => &["ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR"],
         "10de" => &["CUDA_VISIBLE_DEVICES"],
@@ -99,7 +103,10 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -107,24 +114,45 @@ mod tests {
         let e = BTreeMap::new();
         assert_eq!(visible("8086", 4, &e).0, 4);
         assert_eq!(visible("8086", 4, &env(&[("ZE_AFFINITY_MASK", "0")])).0, 1);
-        assert_eq!(visible("8086", 4, &env(&[("ZE_AFFINITY_MASK", "0.0,0.1,1")])).0, 2);
-        assert_eq!(visible("8086", 2, &env(&[("ZE_AFFINITY_MASK", "0,7")])).0, 1);
+        assert_eq!(
+            visible("8086", 4, &env(&[("ZE_AFFINITY_MASK", "0.0,0.1,1")])).0,
+            2
+        );
+        assert_eq!(
+            visible("8086", 2, &env(&[("ZE_AFFINITY_MASK", "0,7")])).0,
+            1
+        );
         let sel = |v| visible("8086", 4, &env(&[("ONEAPI_DEVICE_SELECTOR", v)])).0;
         assert_eq!(sel("level_zero:0"), 1);
         assert_eq!(sel("level_zero:*"), 4);
         assert_eq!(sel("opencl:*"), 0);
         assert_eq!(sel("level_zero:!1"), 4);
-        assert_eq!(visible("10de", 8, &env(&[("CUDA_VISIBLE_DEVICES", "2,3")])).0, 2);
+        assert_eq!(
+            visible("10de", 8, &env(&[("CUDA_VISIBLE_DEVICES", "2,3")])).0,
+            2
+        );
         assert_eq!(visible("10de", 8, &env(&[("ZE_AFFINITY_MASK", "0")])).0, 8);
     }
 
     #[test]
     fn launcher_ranks() {
         let c = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
-        assert_eq!(ranks_of(&c("torchrun --nproc-per-node=4 train.py")).map(|r| r.0), Some(4));
-        assert_eq!(ranks_of(&c("/usr/bin/torchrun --nproc_per_node 2 t.py")).map(|r| r.0), Some(2));
+        assert_eq!(
+            ranks_of(&c("torchrun --nproc-per-node=4 train.py")).map(|r| r.0),
+            Some(4)
+        );
+        assert_eq!(
+            ranks_of(&c("/usr/bin/torchrun --nproc_per_node 2 t.py")).map(|r| r.0),
+            Some(2)
+        );
         assert_eq!(ranks_of(&c("mpirun -np 8 ./a")).map(|r| r.0), Some(8));
-        assert_eq!(ranks_of(&c("python -m torch.distributed.run --nproc-per-node=3 t.py")).map(|r| r.0), Some(3));
+        assert_eq!(
+            ranks_of(&c(
+                "python -m torch.distributed.run --nproc-per-node=3 t.py"
+            ))
+            .map(|r| r.0),
+            Some(3)
+        );
         assert_eq!(ranks_of(&c("python train.py -n 4")), None);
     }
 }
