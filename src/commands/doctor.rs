@@ -6,7 +6,7 @@
 use crate::cli::{DoctorArgs, FailOn};
 use anyhow::{Context, Result};
 use gpuledger::findings::{self, Severity, Thresholds};
-use gpuledger::knowledge::{self, topology, Assessment, Base, DeviceFact, Facts, VersionFact};
+use gpuledger::knowledge::{self, Assessment, Base, Facts, VersionFact};
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::safe_text::safe;
 use gpuledger::outputs::text_table::{render, Align};
@@ -26,6 +26,7 @@ const EXIT_KNOWN_ISSUE: u8 = 3;
 struct Report {
     schema: &'static str,
     root: String,
+    live: bool,
     kernel: Option<String>,
     versions: Vec<VersionFact>,
     devices: Vec<DeviceRow>,
@@ -75,27 +76,26 @@ pub fn run(root: Option<&Path>, args: &DoctorArgs, t: &Thresholds) -> Result<Exi
     let snap = sampler.sample()?;
     let root = sampler.root();
     let ledger = Ledger::from_snapshot(&snap);
-    let mut devices = Vec::new();
-    let mut facts = Facts {
-        versions: knowledge::versions(&base, &sys, root),
-        findings: findings::analyze(&ledger, t),
-        ..Facts::default()
+    let found = findings::analyze(&ledger, t);
+    let (mut facts, places) = Facts::of_machine(&base, root, &snap, &sys, found);
+    let name_of = |slot: &str| {
+        let drm = snap.devices.iter().find(|d| d.id == slot).and_then(|d| d.name.clone());
+        drm.or_else(|| snap.nvml.iter().find(|g| g.bus_id == slot).map(|g| g.name.clone()))
     };
-    for d in &snap.devices {
-        let place = topology::placement(root, &d.id);
-        facts
-            .devices
-            .push(DeviceFact::from_info(d, place.root_port.clone()));
-        devices.push(DeviceRow {
-            slot: d.id.clone(),
-            pci_id: facts.devices.last().and_then(|f| f.pci_id.clone()),
-            name: d.name.clone(),
-            driver: d.driver.clone(),
+    let devices: Vec<DeviceRow> = facts
+        .devices
+        .iter()
+        .zip(places)
+        .map(|(fact, place)| DeviceRow {
+            slot: fact.slot.clone(),
+            pci_id: fact.pci_id.clone(),
+            name: name_of(&fact.slot),
+            driver: fact.driver.clone(),
             root_port: place.root_port,
             switch_path: place.path,
             p2pmem: place.p2pmem,
-        });
-    }
+        })
+        .collect();
     let job = (!args.command.is_empty()).then(|| {
         let pairs: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
         facts.env = proc_pid::filter_environ(&pairs);
@@ -111,6 +111,7 @@ pub fn run(root: Option<&Path>, args: &DoctorArgs, t: &Thresholds) -> Result<Exi
         schema: "gpuledger.doctor/1",
         root: root.label().to_string(),
         kernel: sys.kernel.clone(),
+        live: root.is_live(),
         versions: facts.versions.clone(),
         p2p: p2p_sentence(&devices),
         devices,
@@ -246,8 +247,10 @@ fn render_text(r: &Report) -> String {
         r.kernel.as_deref().map_or("not found".into(), safe)
     ));
     out.push_str("Runtime versions:\n");
-    if r.versions.is_empty() {
-        out.push_str("  none found (packages are asked on the live machine; a capture tree needs var/lib/dpkg/status)\n");
+    if r.versions.is_empty() && r.live {
+        out.push_str("  no GPU runtime package or versioned kernel module found\n");
+    } else if r.versions.is_empty() {
+        out.push_str("  none in this tree (doctor reads var/lib/dpkg/status when a capture has it)\n");
     }
     for v in &r.versions {
         out.push_str(&format!(
@@ -281,7 +284,11 @@ fn render_text(r: &Report) -> String {
         ("ROOT PORT", Align::Left),
         ("P2PMEM", Align::Left),
     ];
-    out.push_str(&render("  ", &headers, &rows));
+    if rows.is_empty() {
+        out.push_str("  no DRM or accel devices\n");
+    } else {
+        out.push_str(&render("  ", &headers, &rows));
+    }
     out.push_str(&format!("  {}\n", r.p2p));
     if let Some(job) = &r.job {
         out.push_str(&render_job(job));

@@ -2,8 +2,10 @@
 //! and the findings of a snapshot.
 
 use super::base::Base;
+use super::topology::{placement, Placement};
 use crate::findings::Finding;
 use crate::root::Root;
+use crate::snapshot::Snapshot;
 use crate::sources::drm_devices::DeviceInfo;
 use crate::sources::system_info::SystemInfo;
 use serde::Serialize;
@@ -69,6 +71,79 @@ pub struct Facts {
     pub env: BTreeMap<String, String>,
     /// Findings of a snapshot of the machine (or a recording).
     pub findings: Vec<Finding>,
+}
+
+impl Facts {
+    /// The machine's facts: versions from `sys` (and NVML's driver version), the snapshot's DRM
+    /// devices and NVML GPUs with their PCI placement under `root`, and `findings`; no job
+    /// environment. The placements are in the order of `Facts::devices`.
+    pub fn of_machine(
+        base: &Base,
+        root: &Root,
+        snap: &Snapshot,
+        sys: &SystemInfo,
+        findings: Vec<Finding>,
+    ) -> (Facts, Vec<Placement>) {
+        let mut devices: Vec<DeviceFact> = Vec::new();
+        let mut places = Vec::new();
+        for d in &snap.devices {
+            let p = placement(root, &d.id);
+            devices.push(DeviceFact::from_info(d, p.root_port.clone()));
+            places.push(p);
+        }
+        let mut versions = versions(base, sys, root);
+        for g in &snap.nvml {
+            if devices.iter().any(|d| d.slot == g.bus_id) {
+                continue;
+            }
+            let p = placement(root, &g.bus_id);
+            devices.push(nvml_device(root, &g.bus_id, p.root_port.clone()));
+            places.push(p);
+            if let Some(v) = &g.driver_version {
+                let fact = VersionFact {
+                    component: "nvidia-driver".into(),
+                    version: v.clone(),
+                    source: "NVML".into(),
+                };
+                if base.components.contains_key(&fact.component) && !versions
+                        .iter()
+                        .any(|f| f.component == fact.component && f.version == fact.version) {
+                    versions.push(fact);
+                }
+            }
+        }
+        let facts = Facts {
+            versions,
+            devices,
+            env: BTreeMap::new(),
+            findings,
+        };
+        (facts, places)
+    }
+}
+
+/// An NVIDIA GPU seen by NVML only (no DRM device): its PCI ids from sysfs when readable.
+fn nvml_device(root: &Root, bus_id: &str, root_port: Option<String>) -> DeviceFact {
+    let read = |f: &str| {
+        root.read_string(format!("sys/bus/pci/devices/{bus_id}/{f}"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let info = DeviceInfo {
+        id: bus_id.to_string(),
+        minors: Vec::new(),
+        driver: Some("nvidia".into()),
+        vendor: read("vendor").or_else(|| Some("0x10de".into())),
+        device: read("device").or_else(|| Some("0x0000".into())),
+        name: None,
+        runtime_status: None,
+        vram_total: None,
+        vram_used: None,
+        gtt_total: None,
+        gtt_used: None,
+        integrated: None,
+    };
+    DeviceFact::from_info(&info, root_port)
 }
 
 /// Component versions from what `system_info` found (packages, kernel module versions) and, in a
