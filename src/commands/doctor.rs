@@ -79,8 +79,17 @@ pub fn run(root: Option<&Path>, args: &DoctorArgs, t: &Thresholds) -> Result<Exi
     let found = findings::analyze(&ledger, t);
     let (mut facts, places) = Facts::of_machine(&base, root, &snap, &sys, found);
     let name_of = |slot: &str| {
-        let drm = snap.devices.iter().find(|d| d.id == slot).and_then(|d| d.name.clone());
-        drm.or_else(|| snap.nvml.iter().find(|g| g.bus_id == slot).map(|g| g.name.clone()))
+        let drm = snap
+            .devices
+            .iter()
+            .find(|d| d.id == slot)
+            .and_then(|d| d.name.clone());
+        drm.or_else(|| {
+            snap.nvml
+                .iter()
+                .find(|g| g.bus_id == slot)
+                .map(|g| g.name.clone())
+        })
     };
     let devices: Vec<DeviceRow> = facts
         .devices
@@ -250,7 +259,9 @@ fn render_text(r: &Report) -> String {
     if r.versions.is_empty() && r.live {
         out.push_str("  no GPU runtime package or versioned kernel module found\n");
     } else if r.versions.is_empty() {
-        out.push_str("  none in this tree (doctor reads var/lib/dpkg/status when a capture has it)\n");
+        out.push_str(
+            "  none in this tree (doctor reads var/lib/dpkg/status when a capture has it)\n",
+        );
     }
     for v in &r.versions {
         out.push_str(&format!(

@@ -105,9 +105,11 @@ impl Facts {
                     version: v.clone(),
                     source: "NVML".into(),
                 };
-                if base.components.contains_key(&fact.component) && !versions
+                if base.components.contains_key(&fact.component)
+                    && !versions
                         .iter()
-                        .any(|f| f.component == fact.component && f.version == fact.version) {
+                        .any(|f| f.component == fact.component && f.version == fact.version)
+                {
                     versions.push(fact);
                 }
             }
