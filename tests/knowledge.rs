@@ -151,6 +151,7 @@ fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
     let devices = (0..n)
         .map(|i| DeviceFact {
             slot: format!("0000:{:02x}:00.0", i + 3),
+            vendor: id.split(':').next().map(String::from),
             pci_id: Some(id.clone()),
             driver: Some("xe".into()),
             root_port: Some(format!("0000:00:0{}.0", i + 1)),
@@ -342,4 +343,54 @@ fn cr_953_on_the_seed_machine() {
     );
     let old = facts_for(&base, e, Some("26.05.37020.3-0"));
     assert!(find(&old).is_none(), "26.05 predates the change");
+}
+
+#[derive(Debug)]
+struct RecordedNvml(Vec<gpuledger::sources::nvml::NvGpu>);
+
+impl gpuledger::sources::nvml::NvmlSource for RecordedNvml {
+    fn gpus(&self) -> Result<Vec<gpuledger::sources::nvml::NvGpu>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+#[test]
+fn nvidia_gpus_seen_only_by_nvml_are_facts() {
+    use gpuledger::root::Root;
+    use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+    let fixture = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/nvidia"
+    ));
+    let answers = std::fs::read_to_string(fixture.join("nvml.json")).unwrap();
+    let nvml = RecordedNvml(serde_json::from_str(&answers).unwrap());
+    let root = Root::open(fixture).unwrap();
+    let mut s = Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(nvml));
+    let snap = s.sample().unwrap();
+    let base = Base::embedded().unwrap();
+    let sys = gpuledger::sources::system_info::gather(s.root(), &[], &[]);
+    let (facts, places) = Facts::of_machine(&base, s.root(), &snap, &sys, Vec::new());
+    assert_eq!(places.len(), facts.devices.len());
+    let gpu = facts
+        .devices
+        .iter()
+        .find(|d| d.slot == "0000:18:00.0")
+        .expect("the H200");
+    assert_eq!(gpu.vendor(), Some("10de"));
+    let a = assess(&base, &facts);
+    let m = a
+        .matches
+        .iter()
+        .find(|m| m.id == "nvidia-cuda-host-register-uncounted")
+        .expect("matched");
+    assert_eq!(m.severity, Severity::Info);
+    assert!(
+        m.facts.iter().any(|f| f.contains("580.159 from NVML")),
+        "{:?}",
+        m.facts
+    );
+    assert!(
+        a.matches.iter().all(|m| m.severity == Severity::Info),
+        "only the informational entry"
+    );
 }

@@ -27,6 +27,8 @@ pub struct VersionFact {
 pub struct DeviceFact {
     /// PCI slot (or platform name).
     pub slot: String,
+    /// PCI vendor, lower-case hex without `0x` (`8086`).
+    pub vendor: Option<String>,
     /// `vendor:device`, lower-case hex without `0x` (`8086:e223`).
     pub pci_id: Option<String>,
     /// Kernel driver.
@@ -42,21 +44,23 @@ impl DeviceFact {
             s.as_deref()
                 .map(|v| v.trim().trim_start_matches("0x").to_ascii_lowercase())
         };
-        let pci_id = match (hex(&d.vendor), hex(&d.device)) {
+        let vendor = hex(&d.vendor);
+        let pci_id = match (&vendor, hex(&d.device)) {
             (Some(v), Some(dev)) => Some(format!("{v}:{dev}")),
             _ => None,
         };
         DeviceFact {
             slot: d.id.clone(),
+            vendor,
             pci_id,
             driver: d.driver.clone(),
             root_port,
         }
     }
 
-    /// The vendor half of the id.
+    /// The PCI vendor.
     pub fn vendor(&self) -> Option<&str> {
-        self.pci_id.as_deref().and_then(|p| p.split(':').next())
+        self.vendor.as_deref()
     }
 }
 
@@ -88,17 +92,21 @@ impl Facts {
         let mut places = Vec::new();
         for d in &snap.devices {
             let p = placement(root, &d.id);
-            devices.push(DeviceFact::from_info(d, p.root_port.clone()));
+            let nvidia = snap.nvml.iter().any(|g| g.bus_id == d.id);
+            devices.push(if nvidia && d.vendor.is_none() {
+                nvml_device(root, &d.id, p.root_port.clone())
+            } else {
+                DeviceFact::from_info(d, p.root_port.clone())
+            });
             places.push(p);
         }
         let mut versions = versions(base, sys, root);
         for g in &snap.nvml {
-            if devices.iter().any(|d| d.slot == g.bus_id) {
-                continue;
+            if devices.iter().all(|d| d.slot != g.bus_id) {
+                let p = placement(root, &g.bus_id);
+                devices.push(nvml_device(root, &g.bus_id, p.root_port.clone()));
+                places.push(p);
             }
-            let p = placement(root, &g.bus_id);
-            devices.push(nvml_device(root, &g.bus_id, p.root_port.clone()));
-            places.push(p);
             if let Some(v) = &g.driver_version {
                 let fact = VersionFact {
                     component: "nvidia-driver".into(),
@@ -124,7 +132,7 @@ impl Facts {
     }
 }
 
-/// An NVIDIA GPU seen by NVML only (no DRM device): its PCI ids from sysfs when readable.
+/// An NVIDIA GPU as NVML sees it: vendor 10de, the device id from sysfs when readable.
 fn nvml_device(root: &Root, bus_id: &str, root_port: Option<String>) -> DeviceFact {
     let read = |f: &str| {
         root.read_string(format!("sys/bus/pci/devices/{bus_id}/{f}"))
@@ -136,7 +144,7 @@ fn nvml_device(root: &Root, bus_id: &str, root_port: Option<String>) -> DeviceFa
         minors: Vec::new(),
         driver: Some("nvidia".into()),
         vendor: read("vendor").or_else(|| Some("0x10de".into())),
-        device: read("device").or_else(|| Some("0x0000".into())),
+        device: read("device"),
         name: None,
         runtime_status: None,
         vram_total: None,

@@ -68,17 +68,16 @@ pub fn assess(base: &Base, facts: &Facts) -> Assessment {
 }
 
 fn hardware_matches(base: &Base, hw: &Hardware, d: &DeviceFact) -> bool {
-    let Some(id) = d.pci_id.as_deref() else {
-        return false;
-    };
     let any = hw.devices.is_empty() && hw.families.is_empty() && hw.vendors.is_empty();
-    any || hw.devices.iter().any(|x| x == id)
+    let id = d.pci_id.as_deref();
+    (any && d.vendor().is_some())
         || hw.vendors.iter().any(|v| Some(v.as_str()) == d.vendor())
+        || hw.devices.iter().any(|x| Some(x.as_str()) == id)
         || hw
             .families
             .iter()
             .filter_map(|f| base.families.get(f))
-            .any(|f| f.devices.iter().any(|x| x == id))
+            .any(|f| f.devices.iter().any(|x| Some(x.as_str()) == id))
 }
 
 /// `Ok(None)`: hardware absent (nothing to say); `Err`: present but not matched, and why.
@@ -179,8 +178,15 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
 }
 
 fn describe_devices(devices: &[&DeviceFact]) -> String {
-    let ids: BTreeSet<&str> = devices.iter().filter_map(|d| d.pci_id.as_deref()).collect();
-    let ids: Vec<&str> = ids.into_iter().collect();
+    let ids: BTreeSet<String> = devices
+        .iter()
+        .filter_map(|d| {
+            d.pci_id
+                .clone()
+                .or_else(|| d.vendor().map(|v| format!("{v}:?")))
+        })
+        .collect();
+    let ids: Vec<String> = ids.into_iter().collect();
     format!(
         "{} matching device(s) on the machine ({})",
         devices.len(),
