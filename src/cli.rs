@@ -183,6 +183,11 @@ pub enum Command {
         )]
         command: Vec<String>,
     },
+    /// Preflight: runtime and kernel versions, GPUs and their PCI topology, the job's device
+    /// masks and rank count (from `-- CMD`, which is not run), the known issues that apply and
+    /// the host RAM the job would need if their pattern occurs. Exits 3 with --fail-on when a
+    /// known issue at that level applies.
+    Doctor(DoctorArgs),
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
         /// The recording.
@@ -253,6 +258,10 @@ pub struct SimulateArgs {
     /// Keep rewriting the tree in place for this long as the job runs (e.g. 60s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub live: Option<Duration>,
+    /// Write the tree as it stands this far into the run (e.g. 8s), instead of the moment the
+    /// job dies or, when it survives, its plateau.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "live")]
+    pub at: Option<Duration>,
     /// Replace what a non-empty --out directory holds (otherwise it is refused).
     #[arg(long)]
     pub force: bool,
@@ -389,6 +398,23 @@ pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
         .map_err(|e| bad(e.to_string()))?
         .next()
         .ok_or_else(|| bad("the name resolves to no address".into()))
+}
+
+/// `doctor` options.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON (gpuledger.doctor/1).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 3 when a known issue of this severity or worse applies.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// Device memory each rank allocates, to project the pinned host RAM against this machine.
+    #[arg(long, value_name = "SIZE", value_parser = nonzero_bytes)]
+    pub vram_per_rank: Option<u64>,
+    /// The job's command, after `--`: its environment is this shell's, read and not run.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[cfg(test)]

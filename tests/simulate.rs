@@ -87,6 +87,36 @@ fn eight_eager_ranks_leave_a_dead_job_with_its_evidence() {
 }
 
 #[test]
+fn at_writes_the_job_before_it_dies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("eight-early");
+    let args = ["ddp-peer-mirror", "--ranks", "8", "--at", "3s"];
+    let out = simulate(&args, &tree);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("3.0 s of 60 s, before the job dies at 6.0 s"),
+        "{err}"
+    );
+    assert_eq!(pids(&tree).len(), 9, "torchrun and eight ranks");
+    let root = Root::open(&tree).unwrap();
+    assert_eq!(read_job_end(&root).unwrap(), None, "still running at 3 s");
+    let doc = json_of(&["--root", tree.to_str().unwrap(), "--json"], 0);
+    let kinds: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"peer_mirror"), "{kinds:?}");
+
+    let both = run(&[
+        "simulate", "leak", "--at", "1s", "--live", "2s", "--out", "x",
+    ]);
+    assert_eq!(both.status.code(), Some(2), "--at and --live conflict");
+}
+
+#[test]
 fn a_healthy_tree_has_no_kernel_evidence_and_no_job_end() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("two");

@@ -3,6 +3,7 @@
 mod capture;
 mod demo;
 mod diff;
+mod doctor;
 mod experiment;
 mod guard;
 mod project;
@@ -142,6 +143,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             print(&String::from_utf8_lossy(&out))?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Doctor(args)) => doctor::run(&ctx, &args, t),
     }
 }
 

@@ -33,16 +33,23 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
     let mut writer =
         LiveWriter::new(tree, scenario.name()).context("writing the simulated tree")?;
     let Some(d) = live else {
-        let t = sim.snapshot_t();
+        let t = args
+            .at
+            .map_or_else(|| sim.snapshot_t(), |at| at.as_secs_f64());
         writer
             .write(&sim.state_at(t))
             .context("writing the simulated tree")?;
         let moment = match sim.death_t() {
+            Some(death) if t < death => format!(
+                "{t:.1} s of {:.0} s, before the job dies at {death:.1} s",
+                sim.params().duration_s
+            ),
             Some(_) => format!(
                 "the moment the job died at {t:.1} s of {:.0} s, host RAM exhausted: \
                  its processes are gone, the evidence is in dev/kmsg and gpuledger-sim/job.json",
                 sim.params().duration_s
             ),
+            None if args.at.is_some() => format!("{t:.1} s of {:.0} s", sim.params().duration_s),
             None => format!("{t:.1} s of {:.0} s, the plateau", sim.params().duration_s),
         };
         eprintln!(

@@ -1,0 +1,239 @@
+//! The facts a base is matched against: component versions, devices, the job's environment
+//! and the findings of a snapshot.
+
+use super::base::Base;
+use super::topology::{placement, Placement};
+use crate::findings::Finding;
+use crate::root::Root;
+use crate::snapshot::Snapshot;
+use crate::sources::drm_devices::DeviceInfo;
+use crate::sources::system_info::SystemInfo;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One detected version of a component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VersionFact {
+    /// Component name from `components.toml`.
+    pub component: String,
+    /// The version as found (package decorations kept).
+    pub version: String,
+    /// Where it was found (`intel-opencl-icd (dpkg-query)`).
+    pub source: String,
+}
+
+/// One device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceFact {
+    /// PCI slot (or platform name).
+    pub slot: String,
+    /// PCI vendor, lower-case hex without `0x` (`8086`).
+    pub vendor: Option<String>,
+    /// `vendor:device`, lower-case hex without `0x` (`8086:e223`).
+    pub pci_id: Option<String>,
+    /// Kernel driver.
+    pub driver: Option<String>,
+    /// The PCIe root port it sits under, when known.
+    pub root_port: Option<String>,
+}
+
+impl DeviceFact {
+    /// From a scanned device and its root port.
+    pub fn from_info(d: &DeviceInfo, root_port: Option<String>) -> DeviceFact {
+        let hex = |s: &Option<String>| {
+            s.as_deref()
+                .map(|v| v.trim().trim_start_matches("0x").to_ascii_lowercase())
+        };
+        let vendor = hex(&d.vendor);
+        let pci_id = match (&vendor, hex(&d.device)) {
+            (Some(v), Some(dev)) => Some(format!("{v}:{dev}")),
+            _ => None,
+        };
+        DeviceFact {
+            slot: d.id.clone(),
+            vendor,
+            pci_id,
+            driver: d.driver.clone(),
+            root_port,
+        }
+    }
+
+    /// The PCI vendor.
+    pub fn vendor(&self) -> Option<&str> {
+        self.vendor.as_deref()
+    }
+}
+
+/// Everything the matcher looks at.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Facts {
+    /// Detected component versions.
+    pub versions: Vec<VersionFact>,
+    /// Devices of the machine.
+    pub devices: Vec<DeviceFact>,
+    /// The job's environment (allow-listed names); empty = no masks, all devices visible.
+    pub env: BTreeMap<String, String>,
+    /// Findings of a snapshot of the machine (or a recording).
+    pub findings: Vec<Finding>,
+}
+
+impl Facts {
+    /// The machine's facts: versions from `sys` (and NVML's driver version), the snapshot's DRM
+    /// devices and NVML GPUs with their PCI placement under `root`, and `findings`; no job
+    /// environment. The placements are in the order of `Facts::devices`.
+    pub fn of_machine(
+        base: &Base,
+        root: &Root,
+        snap: &Snapshot,
+        sys: &SystemInfo,
+        findings: Vec<Finding>,
+    ) -> (Facts, Vec<Placement>) {
+        let mut devices: Vec<DeviceFact> = Vec::new();
+        let mut places = Vec::new();
+        for d in &snap.devices {
+            let p = placement(root, &d.id);
+            let nvidia = snap.nvml.iter().any(|g| g.bus_id == d.id);
+            devices.push(if nvidia && d.vendor.is_none() {
+                nvml_device(root, &d.id, p.root_port.clone())
+            } else {
+                DeviceFact::from_info(d, p.root_port.clone())
+            });
+            places.push(p);
+        }
+        let mut versions = versions(base, sys, root);
+        for g in &snap.nvml {
+            if devices.iter().all(|d| d.slot != g.bus_id) {
+                let p = placement(root, &g.bus_id);
+                devices.push(nvml_device(root, &g.bus_id, p.root_port.clone()));
+                places.push(p);
+            }
+            if let Some(v) = &g.driver_version {
+                let fact = VersionFact {
+                    component: "nvidia-driver".into(),
+                    version: v.clone(),
+                    source: "NVML".into(),
+                };
+                if base.components.contains_key(&fact.component)
+                    && !versions
+                        .iter()
+                        .any(|f| f.component == fact.component && f.version == fact.version)
+                {
+                    versions.push(fact);
+                }
+            }
+        }
+        let facts = Facts {
+            versions,
+            devices,
+            env: BTreeMap::new(),
+            findings,
+        };
+        (facts, places)
+    }
+}
+
+/// An NVIDIA GPU as NVML sees it: vendor 10de, the device id from sysfs when readable.
+fn nvml_device(root: &Root, bus_id: &str, root_port: Option<String>) -> DeviceFact {
+    let read = |f: &str| {
+        root.read_string(format!("sys/bus/pci/devices/{bus_id}/{f}"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let info = DeviceInfo {
+        id: bus_id.to_string(),
+        minors: Vec::new(),
+        driver: Some("nvidia".into()),
+        vendor: read("vendor").or_else(|| Some("0x10de".into())),
+        device: read("device"),
+        name: None,
+        runtime_status: None,
+        vram_total: None,
+        vram_used: None,
+        gtt_total: None,
+        gtt_used: None,
+        integrated: None,
+    };
+    DeviceFact::from_info(&info, root_port)
+}
+
+/// Component versions from what `system_info` found (packages, kernel module versions) and, in a
+/// capture tree where package managers are not asked, `var/lib/dpkg/status` under the root.
+pub fn versions(base: &Base, sys: &SystemInfo, root: &Root) -> Vec<VersionFact> {
+    let mut packages: Vec<(String, String, String)> = sys
+        .packages
+        .iter()
+        .map(|(n, v)| {
+            let from = sys.packages_source.clone().unwrap_or_default();
+            (n.clone(), v.clone(), from)
+        })
+        .collect();
+    if !root.is_live() {
+        if let Ok(text) = root.read_string("var/lib/dpkg/status") {
+            packages.extend(
+                dpkg_status(&text)
+                    .into_iter()
+                    .map(|(n, v)| (n, v, "var/lib/dpkg/status".to_string())),
+            );
+        }
+    }
+    let mut out = Vec::new();
+    for (component, c) in &base.components {
+        for (name, version, from) in &packages {
+            if c.packages.iter().any(|p| name.starts_with(p.as_str())) {
+                out.push(VersionFact {
+                    component: component.clone(),
+                    version: version.clone(),
+                    source: format!("package {name} ({from})"),
+                });
+            }
+        }
+        for m in &c.modules {
+            if let Some(v) = sys.driver_versions.get(m) {
+                out.push(VersionFact {
+                    component: component.clone(),
+                    version: v.clone(),
+                    source: format!("/sys/module/{m}/version"),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Installed packages of a dpkg status file (`Package:`, `Status: … installed`, `Version:`
+/// stanzas separated by blank lines; ref: dpkg's deb-control(5) / the status database format).
+pub fn dpkg_status(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for stanza in text.split("\n\n") {
+        let field = |key: &str| {
+            stanza
+                .lines()
+                .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+        };
+        let installed = field("Status:").is_some_and(|s| s.ends_with(" installed"));
+        if let (true, Some(name), Some(version)) = (installed, field("Package:"), field("Version:"))
+        {
+            out.push((name, version));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpkg_status_keeps_installed_packages_only() {
+        let text = "Package: intel-opencl-icd\nStatus: install ok installed\nVersion: 26.22.38646.4-0\n\n\
+                    Package: libze-intel-gpu1\nStatus: deinstall ok config-files\nVersion: 26.05.37020.3-0\n\n\
+                    Package: broken\nStatus: install ok installed\n";
+        assert_eq!(
+            dpkg_status(text),
+            vec![(
+                "intel-opencl-icd".to_string(),
+                "26.22.38646.4-0".to_string()
+            )]
+        );
+    }
+}

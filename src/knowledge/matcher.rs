@@ -1,0 +1,221 @@
+//! Matching the base against facts. A match on versions and conditions is a warning; with the
+//! entry's finding signature present it is critical; informational entries match at info.
+
+use super::base::{range_of, Base};
+use super::facts::{DeviceFact, Facts};
+use super::schema::{Entry, Hardware, Topology, Workaround};
+use super::version::Version;
+use super::visible::visible;
+use crate::findings::Severity;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// One entry that applies.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Match {
+    /// Entry id.
+    pub id: String,
+    /// Entry title.
+    pub title: String,
+    /// warning (versions and conditions), critical (and the finding signature), info
+    /// (informational entries).
+    pub severity: Severity,
+    /// The facts that matched, one human sentence each.
+    pub facts: Vec<String>,
+    /// What to do.
+    pub workarounds: Vec<Workaround>,
+    /// Public reports.
+    pub links: Vec<String>,
+    /// Upstream status.
+    pub status: &'static str,
+}
+
+/// An entry whose hardware is present but that did not match, and why (a version outside its
+/// range, no version found, a workaround in effect, too few visible devices).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotMatched {
+    /// Entry id.
+    pub id: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The outcome of matching.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Assessment {
+    /// Matches, most severe first.
+    pub matches: Vec<Match>,
+    /// Entries for this hardware that did not match.
+    pub not_matched: Vec<NotMatched>,
+}
+
+/// Matches every entry of `base` against `facts`.
+pub fn assess(base: &Base, facts: &Facts) -> Assessment {
+    let mut out = Assessment::default();
+    for e in &base.entries {
+        match match_entry(base, e, facts) {
+            Ok(Some(m)) => out.matches.push(m),
+            Ok(None) => {}
+            Err(reason) => out.not_matched.push(NotMatched {
+                id: e.id.clone(),
+                reason,
+            }),
+        }
+    }
+    out.matches
+        .sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    out
+}
+
+fn hardware_matches(base: &Base, hw: &Hardware, d: &DeviceFact) -> bool {
+    let any = hw.devices.is_empty() && hw.families.is_empty() && hw.vendors.is_empty();
+    let id = d.pci_id.as_deref();
+    (any && d.vendor().is_some())
+        || hw.vendors.iter().any(|v| Some(v.as_str()) == d.vendor())
+        || hw.devices.iter().any(|x| Some(x.as_str()) == id)
+        || hw
+            .families
+            .iter()
+            .filter_map(|f| base.families.get(f))
+            .any(|f| f.devices.iter().any(|x| Some(x.as_str()) == id))
+}
+
+/// `Ok(None)`: hardware absent (nothing to say); `Err`: present but not matched, and why.
+fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, String> {
+    let devices: Vec<&DeviceFact> = facts
+        .devices
+        .iter()
+        .filter(|d| hardware_matches(base, &e.hardware, d))
+        .collect();
+    let Some(first) = devices.first() else {
+        return Ok(None);
+    };
+    let mut why = vec![describe_devices(&devices)];
+    let c = &e.conditions;
+    let vendor = first.vendor().unwrap_or("");
+    let (seen, masks) = visible(vendor, devices.len(), &facts.env);
+    if let Some(min) = c.min_visible {
+        let masked = if masks.is_empty() {
+            "no device mask".to_string()
+        } else {
+            masks.join(" ")
+        };
+        if seen < min as usize {
+            return Err(format!("{seen} visible to the job ({masked}); needs {min}"));
+        }
+        why.push(format!(
+            "{seen} visible to the job ({masked}); the issue needs {min}"
+        ));
+    }
+    if c.topology == Some(Topology::DifferentRootPorts) {
+        let ports: BTreeSet<&str> = devices
+            .iter()
+            .filter_map(|d| d.root_port.as_deref())
+            .collect();
+        if ports.len() < 2 {
+            return Err("the devices are not known to sit under different root ports".into());
+        }
+        why.push(format!(
+            "under different root ports: {}",
+            ports.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    for (k, v) in &c.env_present {
+        match facts.env.get(k) {
+            Some(x) if v == "*" || x == v => why.push(format!("{k}={x} in the job's environment")),
+            _ => return Err(format!("{k} is not set to {v} in the job's environment")),
+        }
+    }
+    let wa = &c.env_workaround;
+    if !wa.is_empty() && wa.iter().all(|(k, v)| facts.env.get(k) == Some(v)) {
+        let set: Vec<String> = wa.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        return Err(format!("workaround in effect: {}", set.join(" ")));
+    }
+    if let Some(v) = &e.versions {
+        why.push(version_fact(e, v, facts)?);
+    }
+    let signature = e.signature.and_then(|s| {
+        facts
+            .findings
+            .iter()
+            .find(|f| f.kind == s.kind && s.backing.is_none_or(|b| f.backing == Some(b)))
+    });
+    if let Some(f) = signature {
+        let backing = f
+            .backing
+            .map(|b| {
+                format!(
+                    " with {} backing",
+                    serde_json::to_value(b)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        why.push(format!(
+            "{} finding{backing} present: {}",
+            f.kind.as_str(),
+            f.message
+        ));
+    }
+    let severity = if e.informational {
+        Severity::Info
+    } else if signature.is_some() {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    Ok(Some(Match {
+        id: e.id.clone(),
+        title: e.title.clone(),
+        severity,
+        facts: why,
+        workarounds: e.workarounds.clone(),
+        links: e.links.clone(),
+        status: e.status.as_str(),
+    }))
+}
+
+fn describe_devices(devices: &[&DeviceFact]) -> String {
+    let ids: BTreeSet<String> = devices
+        .iter()
+        .filter_map(|d| {
+            d.pci_id
+                .clone()
+                .or_else(|| d.vendor().map(|v| format!("{v}:?")))
+        })
+        .collect();
+    let ids: Vec<String> = ids.into_iter().collect();
+    format!(
+        "{} matching device(s) on the machine ({})",
+        devices.len(),
+        ids.join(", ")
+    )
+}
+
+fn version_fact(e: &Entry, v: &super::schema::Versions, facts: &Facts) -> Result<String, String> {
+    let range = range_of(&e.id, v).map_err(|err| err.to_string())?;
+    let found: Vec<_> = facts
+        .versions
+        .iter()
+        .filter(|f| f.component == v.component)
+        .collect();
+    if found.is_empty() {
+        return Err(format!("no {} version found", v.component));
+    }
+    for f in &found {
+        if Version::parse(&f.version).is_some_and(|x| range.contains(&x)) {
+            return Ok(format!(
+                "{} {} from {}: {range}",
+                v.component, f.version, f.source
+            ));
+        }
+    }
+    let seen: Vec<&str> = found.iter().map(|f| f.version.as_str()).collect();
+    Err(format!(
+        "{} {} is outside the affected range ({range})",
+        v.component,
+        seen.join(", ")
+    ))
+}

@@ -1,0 +1,35 @@
+//! The known-issues base: public defects of GPU runtimes and drivers as data
+//! (`known-issues/`, embedded at build time), and the matcher that says which apply to a
+//! machine and a job.
+//!
+//! Use: `let base = Base::embedded()?;` then build [`Facts`] — [`Facts::of_machine`] from a
+//! snapshot, its findings and `system_info` (versions from packages, `/sys/module/*/version`,
+//! NVML, or `var/lib/dpkg/status` in a capture tree; devices with PCI ids and root ports), plus
+//! `facts.env` = the job's allow-listed environment (device masks, debug keys) — and call
+//! [`assess`]`(&base, &facts)`. The [`Assessment`] holds [`Match`]es (entry id, title, severity,
+//! the facts that matched as sentences, workarounds with caveats, links, upstream status), most
+//! severe first, and [`NotMatched`] entries whose hardware is present, each with the reason.
+//!
+//! Severity: an entry matches when its hardware is present, its conditions hold (visible devices
+//! after masks, topology, environment, no workaround in effect) and a detected version of its
+//! component lies in its range (entries without `[versions]` skip that test): warning; with a
+//! finding of its signature among `facts.findings` (kind, and backing when given): critical;
+//! informational entries: info. No version found for the component is a [`NotMatched`].
+
+mod base;
+mod facts;
+mod matcher;
+mod schema;
+pub mod topology;
+mod version;
+mod visible;
+
+pub use base::{Base, KnowledgeError};
+pub use facts::{dpkg_status, versions, DeviceFact, Facts, VersionFact};
+pub use matcher::{assess, Assessment, Match, NotMatched};
+pub use schema::{
+    Component, Conditions, Entry, Family, Hardware, Signature, Status, Topology, Versions,
+    Workaround,
+};
+pub use version::{Range, Version};
+pub use visible::{ranks_of, visible};

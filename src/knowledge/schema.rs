@@ -1,0 +1,168 @@
+//! The schema of a known-issues entry (`known-issues/entries/*.toml`) and of the base's two
+//! vocabularies (`families.toml`, `components.toml`). Unknown fields are errors, so a typo in a
+//! contributed entry fails the schema test instead of being ignored.
+
+use crate::findings::{Backing, Kind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One known issue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// Stable id; equals the file name without `.toml`.
+    pub id: String,
+    /// One line.
+    pub title: String,
+    /// What happens, in a sentence or two.
+    pub summary: String,
+    /// Upstream state.
+    pub status: Status,
+    /// Only worth knowing (matches at `info`, never warning or critical).
+    #[serde(default)]
+    pub informational: bool,
+    /// When a person last checked the links, `YYYY-MM-DD`.
+    pub last_checked: String,
+    /// Public reports: `https://` URLs, or a path in this repository.
+    pub links: Vec<String>,
+    /// The vendor's internal tracker id, when public (e.g. `GSD-13038`).
+    pub tracker: Option<String>,
+    /// Where the fact comes from when no public report exists.
+    pub measured: Option<String>,
+    /// Affected versions of one component; absent when the issue is not tied to a release.
+    pub versions: Option<Versions>,
+    /// Which devices.
+    #[serde(default)]
+    pub hardware: Hardware,
+    /// What else must hold.
+    #[serde(default)]
+    pub conditions: Conditions,
+    /// The finding the issue produces; a match with it present is critical.
+    pub signature: Option<Signature>,
+    /// What to do, each with its caveat.
+    #[serde(default)]
+    pub workarounds: Vec<Workaround>,
+}
+
+/// Upstream state of an issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Open upstream.
+    Open,
+    /// Closed without a fixed release (nothing says the defect went away).
+    Closed,
+    /// Fixed in `versions.fixed`.
+    Fixed,
+}
+
+impl Status {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::Closed => "closed",
+            Status::Fixed => "fixed",
+        }
+    }
+}
+
+/// Affected versions: `introduced` (else the earliest of `reported`) up to `fixed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Versions {
+    /// A name from `components.toml`.
+    pub component: String,
+    /// The release that introduced it, when known.
+    pub introduced: Option<String>,
+    /// The change that introduced it, when known.
+    pub introduced_by: Option<String>,
+    /// The first fixed release, when one exists.
+    pub fixed: Option<String>,
+    /// Releases a report saw it on.
+    #[serde(default)]
+    pub reported: Vec<String>,
+    /// What is known and unknown about the range.
+    pub note: Option<String>,
+}
+
+/// Devices an entry applies to; empty lists match any device.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hardware {
+    /// PCI `vendor:device`, lower-case hex without `0x` (`8086:e223`).
+    #[serde(default)]
+    pub devices: Vec<String>,
+    /// Names from `families.toml`.
+    #[serde(default)]
+    pub families: Vec<String>,
+    /// PCI vendor ids (`10de`).
+    #[serde(default)]
+    pub vendors: Vec<String>,
+}
+
+/// Further conditions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conditions {
+    /// At least this many matching devices visible to the job (after its device masks).
+    pub min_visible: Option<u32>,
+    /// How the matching devices must be connected.
+    pub topology: Option<Topology>,
+    /// Variables the job's environment must have (`"*"`: any value).
+    #[serde(default)]
+    pub env_present: BTreeMap<String, String>,
+    /// When the job's environment has all of these, a workaround is in effect: no match.
+    #[serde(default)]
+    pub env_workaround: BTreeMap<String, String>,
+}
+
+/// PCI topology conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Topology {
+    /// Two matching devices sit under different PCIe root ports.
+    DifferentRootPorts,
+}
+
+/// The finding an issue produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signature {
+    /// Finding kind.
+    pub kind: Kind,
+    /// Required backing (peer_mirror), if any.
+    pub backing: Option<Backing>,
+}
+
+/// A workaround and what it costs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workaround {
+    /// What to do.
+    pub what: String,
+    /// Its caveat.
+    pub caveat: String,
+}
+
+/// A device family (`families.toml`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Family {
+    /// Human name.
+    pub name: String,
+    /// PCI `vendor:device` ids.
+    pub devices: Vec<String>,
+}
+
+/// Where a component's version is found (`components.toml`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Component {
+    /// Package name prefixes.
+    #[serde(default)]
+    pub packages: Vec<String>,
+    /// Kernel modules whose `/sys/module/<m>/version` gives the version.
+    #[serde(default)]
+    pub modules: Vec<String>,
+}

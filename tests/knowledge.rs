@@ -1,0 +1,396 @@
+//! The known-issues base: its schema (a bad entry fails with the file and the field), and every
+//! entry matched on facts built for it and not matched one version outside its range.
+
+use gpuledger::findings::{Backing, Finding, Kind, Severity};
+use gpuledger::knowledge::{
+    assess, Base, DeviceFact, Entry, Facts, KnowledgeError, Topology, Version, VersionFact,
+};
+use std::path::Path;
+
+fn dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/known-issues"))
+}
+
+fn vocab(name: &str) -> String {
+    std::fs::read_to_string(dir().join(name)).unwrap()
+}
+
+/// Loads a base of the real vocabularies and one entry file.
+fn with_entry(file: &str, text: &str) -> Result<Base, KnowledgeError> {
+    Base::from_texts(
+        &vocab("families.toml"),
+        &vocab("components.toml"),
+        &[(file, text)],
+    )
+}
+
+#[test]
+fn the_base_loads_and_matches_the_directory() {
+    let embedded = Base::embedded().expect("embedded base passes its schema");
+    let on_disk = Base::from_dir(dir()).expect("known-issues/ passes its schema");
+    assert_eq!(
+        embedded.entries, on_disk.entries,
+        "rebuild: the embedded base is stale"
+    );
+    assert!(embedded.entries.len() >= 11);
+    for id in [
+        "cr-953-bmg-eager-peer-pinning",
+        "llvm-22873-sycl-malloc-device-gtt",
+        "nvidia-cuda-host-register-uncounted",
+    ] {
+        assert!(embedded.entry(id).is_some(), "{id}");
+    }
+}
+
+const GOOD: &str = r#"
+id = "x-1"
+title = "t"
+summary = "s"
+status = "open"
+last_checked = "2026-12-03"
+links = ["https://example.org/1"]
+[versions]
+component = "intel-compute-runtime"
+introduced = "26.09.37435"
+fixed = "26.40"
+[hardware]
+families = ["bmg"]
+"#;
+
+#[test]
+fn bad_entries_name_the_file_and_the_field() {
+    assert!(with_entry("x-1.toml", GOOD).is_ok());
+    // (change, the field the error must name)
+    let cases = [
+        (
+            GOOD.replace("summary = \"s\"", "summary = \"s\"\nseverity = \"high\""),
+            "severity",
+        ),
+        (
+            GOOD.replace("introduced = \"26.09.37435\"", "introduced = \"soon\""),
+            "versions.introduced",
+        ),
+        (
+            GOOD.replace("fixed = \"26.40\"", "fixed = \"26.01\""),
+            "versions.fixed",
+        ),
+        (
+            GOOD.replace("families = [\"bmg\"]", "families = [\"bmgg\"]"),
+            "hardware.families",
+        ),
+        (
+            GOOD.replace("last_checked = \"2026-12-03\"", "last_checked = \"Dec 3\""),
+            "last_checked",
+        ),
+        (GOOD.replace("id = \"x-1\"", "id = \"x-2\""), "id"),
+        (
+            GOOD.replace("https://example.org/1", "http://example.org/1"),
+            "links",
+        ),
+        (
+            GOOD.replace(
+                "component = \"intel-compute-runtime\"",
+                "component = \"neo\"",
+            ),
+            "versions.component",
+        ),
+        (
+            GOOD.replace("status = \"open\"", "status = \"wontfix\""),
+            "status",
+        ),
+        (
+            GOOD.replace("[hardware]", "[hardware]\ndevices = [\"8086:E223\"]"),
+            "hardware.devices",
+        ),
+        (GOOD.replace("title = \"t\"\n", ""), "title"),
+    ];
+    for (text, field) in cases {
+        let err = with_entry("x-1.toml", &text).expect_err(field).to_string();
+        assert!(
+            err.contains("known-issues/entries/x-1.toml"),
+            "{field}: {err}"
+        );
+        assert!(err.contains(field), "{field}: {err}");
+    }
+}
+
+/// A version just below `v`: `26.09.37435` → `26.09.37434.99999`.
+fn just_below(v: &str) -> String {
+    let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap()).collect();
+    let last = parts.last_mut().unwrap();
+    assert!(*last > 0, "{v}");
+    *last -= 1;
+    let mut s: Vec<String> = parts.iter().map(u64::to_string).collect();
+    s.push("99999".into());
+    s.join(".")
+}
+
+fn lowest(e: &Entry) -> Option<String> {
+    let v = e.versions.as_ref()?;
+    v.introduced
+        .clone()
+        .or_else(|| v.reported.iter().min_by_key(|r| Version::parse(r)).cloned())
+}
+
+/// Facts that satisfy `e`'s hardware and conditions, with `version` of its component.
+fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
+    let id = e
+        .hardware
+        .devices
+        .first()
+        .cloned()
+        .or_else(|| {
+            e.hardware
+                .families
+                .first()
+                .map(|f| base.families[f].devices[0].clone())
+        })
+        .or_else(|| e.hardware.vendors.first().map(|v| format!("{v}:0001")))
+        .unwrap_or_else(|| "8086:0001".into());
+    let n = e.conditions.min_visible.unwrap_or(1).max(2);
+    let devices = (0..n)
+        .map(|i| DeviceFact {
+            slot: format!("0000:{:02x}:00.0", i + 3),
+            vendor: id.split(':').next().map(String::from),
+            pci_id: Some(id.clone()),
+            driver: Some("xe".into()),
+            root_port: Some(format!("0000:00:0{}.0", i + 1)),
+        })
+        .collect();
+    let versions = match (&e.versions, version) {
+        (Some(v), Some(ver)) => vec![VersionFact {
+            component: v.component.clone(),
+            version: ver.to_string(),
+            source: "test".into(),
+        }],
+        _ => Vec::new(),
+    };
+    let env = e
+        .conditions
+        .env_present
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace('*', "1")))
+        .collect();
+    Facts {
+        versions,
+        devices,
+        env,
+        findings: Vec::new(),
+    }
+}
+
+fn finding(kind: Kind, backing: Option<Backing>) -> Finding {
+    Finding {
+        kind,
+        severity: Severity::Critical,
+        message: "seen".into(),
+        pid: Some(1),
+        rank: Some(0),
+        device: None,
+        peer: None,
+        bytes: 1 << 30,
+        ratio: None,
+        backing,
+        source: None,
+    }
+}
+
+#[test]
+fn every_entry_matches_its_own_facts_and_not_one_version_below() {
+    let base = Base::embedded().unwrap();
+    for e in &base.entries {
+        let low = lowest(e);
+        let facts = facts_for(&base, e, low.as_deref());
+        let a = assess(&base, &facts);
+        let m = a
+            .matches
+            .iter()
+            .find(|m| m.id == e.id)
+            .unwrap_or_else(|| panic!("{} did not match: {a:?}", e.id));
+        let expect = if e.informational {
+            Severity::Info
+        } else {
+            Severity::Warning
+        };
+        assert_eq!(m.severity, expect, "{}", e.id);
+        assert!(!m.facts.is_empty() && !m.links.is_empty(), "{}", e.id);
+        if let Some(sig) = e.signature {
+            let mut with = facts.clone();
+            with.findings
+                .push(finding(sig.kind, sig.backing.or(Some(Backing::Pinned))));
+            let m = assess(&base, &with)
+                .matches
+                .into_iter()
+                .find(|m| m.id == e.id)
+                .unwrap();
+            assert_eq!(
+                m.severity,
+                if e.informational {
+                    Severity::Info
+                } else {
+                    Severity::Critical
+                },
+                "{}",
+                e.id
+            );
+            assert!(
+                m.facts.iter().any(|f| f.contains(sig.kind.as_str())),
+                "{}: {:?}",
+                e.id,
+                m.facts
+            );
+        }
+        if let Some(low) = low {
+            let below = just_below(&low);
+            let a = assess(&base, &facts_for(&base, e, Some(&below)));
+            assert!(
+                a.matches.iter().all(|m| m.id != e.id),
+                "{} matched {below}",
+                e.id
+            );
+            let why = a
+                .not_matched
+                .iter()
+                .find(|n| n.id == e.id)
+                .expect("said why");
+            assert!(
+                why.reason.contains("outside the affected range"),
+                "{}: {}",
+                e.id,
+                why.reason
+            );
+        }
+        if e.conditions.topology == Some(Topology::DifferentRootPorts) {
+            let mut one_port = facts.clone();
+            for d in &mut one_port.devices {
+                d.root_port = Some("0000:00:01.0".into());
+            }
+            assert!(
+                assess(&base, &one_port)
+                    .matches
+                    .iter()
+                    .all(|m| m.id != e.id),
+                "{}",
+                e.id
+            );
+        }
+    }
+}
+
+#[test]
+fn a_fixed_release_and_later_do_not_match() {
+    let base = with_entry("x-1.toml", GOOD).unwrap();
+    let e = &base.entries[0];
+    for (version, applies) in [
+        ("26.39.99999.9", true),
+        ("26.40", false),
+        ("26.40.1", false),
+        ("26.09.37435.0", true),
+    ] {
+        let a = assess(&base, &facts_for(&base, e, Some(version)));
+        assert_eq!(a.matches.len() == 1, applies, "{version}: {a:?}");
+    }
+}
+
+#[test]
+fn cr_953_on_the_seed_machine() {
+    let base = Base::embedded().unwrap();
+    let e = base.entry("cr-953-bmg-eager-peer-pinning").unwrap();
+    let find = |facts: &Facts| {
+        assess(&base, facts)
+            .matches
+            .into_iter()
+            .find(|m| m.id == e.id)
+    };
+    let mut facts = facts_for(&base, e, Some("26.31.39395.13-0"));
+    facts
+        .findings
+        .push(finding(Kind::PeerMirror, Some(Backing::NotPinned)));
+    assert_eq!(
+        find(&facts).unwrap().severity,
+        Severity::Warning,
+        "not-pinned mirrors are not the signature"
+    );
+    facts
+        .findings
+        .push(finding(Kind::PeerMirror, Some(Backing::Pinned)));
+    assert_eq!(find(&facts).unwrap().severity, Severity::Critical);
+    for mask in [
+        ("ZE_AFFINITY_MASK", "1"),
+        ("ONEAPI_DEVICE_SELECTOR", "level_zero:0"),
+    ] {
+        let mut masked = facts.clone();
+        masked.env.insert(mask.0.into(), mask.1.into());
+        assert!(find(&masked).is_none(), "{mask:?}: one visible GPU");
+    }
+    let mut debug = facts.clone();
+    debug.env.insert("NEOReadDebugKeys".into(), "1".into());
+    assert!(
+        find(&debug).is_some(),
+        "NEOReadDebugKeys alone changes nothing"
+    );
+    debug.env.insert("EnableDeferBacking".into(), "0".into());
+    assert!(find(&debug).is_none());
+    let why = assess(&base, &debug)
+        .not_matched
+        .into_iter()
+        .find(|n| n.id == e.id)
+        .unwrap();
+    assert!(
+        why.reason.starts_with("workaround in effect"),
+        "{}",
+        why.reason
+    );
+    let old = facts_for(&base, e, Some("26.05.37020.3-0"));
+    assert!(find(&old).is_none(), "26.05 predates the change");
+}
+
+#[derive(Debug)]
+struct RecordedNvml(Vec<gpuledger::sources::nvml::NvGpu>);
+
+impl gpuledger::sources::nvml::NvmlSource for RecordedNvml {
+    fn gpus(&self) -> Result<Vec<gpuledger::sources::nvml::NvGpu>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+#[test]
+fn nvidia_gpus_seen_only_by_nvml_are_facts() {
+    use gpuledger::root::Root;
+    use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+    let fixture = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/nvidia"
+    ));
+    let answers = std::fs::read_to_string(fixture.join("nvml.json")).unwrap();
+    let nvml = RecordedNvml(serde_json::from_str(&answers).unwrap());
+    let root = Root::open(fixture).unwrap();
+    let mut s = Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(nvml));
+    let snap = s.sample().unwrap();
+    let base = Base::embedded().unwrap();
+    let sys = gpuledger::sources::system_info::gather(s.root(), &[], &[]);
+    let (facts, places) = Facts::of_machine(&base, s.root(), &snap, &sys, Vec::new());
+    assert_eq!(places.len(), facts.devices.len());
+    let gpu = facts
+        .devices
+        .iter()
+        .find(|d| d.slot == "0000:18:00.0")
+        .expect("the H200");
+    assert_eq!(gpu.vendor(), Some("10de"));
+    let a = assess(&base, &facts);
+    let m = a
+        .matches
+        .iter()
+        .find(|m| m.id == "nvidia-cuda-host-register-uncounted")
+        .expect("matched");
+    assert_eq!(m.severity, Severity::Info);
+    assert!(
+        m.facts.iter().any(|f| f.contains("580.159 from NVML")),
+        "{:?}",
+        m.facts
+    );
+    assert!(
+        a.matches.iter().all(|m| m.severity == Severity::Info),
+        "only the informational entry"
+    );
+}
