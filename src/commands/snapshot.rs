@@ -2,8 +2,9 @@
 
 use super::Ctx;
 use crate::cli::{FailOn, SnapshotArgs};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use gpuledger::findings::{self, Severity};
+use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::{json, table};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
@@ -22,7 +23,10 @@ pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let snap = sampler.sample()?;
     let ledger = Ledger::from_snapshot(&snap);
-    let found = findings::analyze(&ledger, &ctx.thresholds);
+    let mut found = findings::analyze(&ledger, &ctx.thresholds);
+    KnownIssues::of_machine(sampler.root(), &snap)
+        .context("the embedded known-issues base")?
+        .extend(&mut found);
     if args.json {
         super::print(&json::render(&ledger, &found))?;
     } else {

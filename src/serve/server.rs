@@ -4,6 +4,7 @@
 use super::connections::{self, ConnectionLimits};
 use super::metrics::{render_metrics, MetricsOptions};
 use crate::findings::{analyze, Thresholds};
+use crate::knowledge::KnownIssues;
 use crate::ledger::Ledger;
 use crate::outputs::json;
 use crate::sampler::Sampler;
@@ -56,13 +57,23 @@ struct Latest {
     snapshot: String,
 }
 
+/// Samples and renders. The machine's known-issue facts (versions, devices) are gathered from
+/// the first sample only: package versions do not change under a running exporter.
 fn render(
     sampler: &mut Sampler,
     t: &Thresholds,
     m: &MetricsOptions,
+    known: &mut Option<KnownIssues>,
 ) -> Result<Latest, crate::sampler::SampleError> {
-    let ledger = Ledger::from_snapshot(&sampler.sample()?);
-    let findings = analyze(&ledger, t);
+    let snap = sampler.sample()?;
+    if known.is_none() {
+        *known = KnownIssues::of_machine(sampler.root(), &snap).ok();
+    }
+    let ledger = Ledger::from_snapshot(&snap);
+    let mut findings = analyze(&ledger, t);
+    if let Some(k) = known {
+        k.extend(&mut findings);
+    }
     Ok(Latest {
         metrics: render_metrics(&ledger, &findings, m),
         snapshot: json::render(&ledger, &findings),
@@ -89,16 +100,18 @@ pub fn serve(
     opts: ServeOptions,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
+    let mut known = None;
     let latest = Arc::new(RwLock::new(render(
         &mut sampler,
         &opts.thresholds,
         &opts.metrics,
+        &mut known,
     )?));
     let writer = latest.clone();
     let (interval, t, m) = (opts.interval, opts.thresholds.clone(), opts.metrics);
     std::thread::spawn(move || loop {
         std::thread::sleep(interval);
-        if let Ok(l) = render(&mut sampler, &t, &m) {
+        if let Ok(l) = render(&mut sampler, &t, &m, &mut known) {
             *writer.write().unwrap_or_else(|e| e.into_inner()) = l;
         }
     });
