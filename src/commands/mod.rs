@@ -8,6 +8,7 @@ mod experiment;
 mod guard;
 mod project;
 mod record;
+mod recordings;
 mod report;
 mod serve;
 mod show;
@@ -129,7 +130,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             &command,
             t,
         ),
-        Some(Command::Show { file, json }) => show::run(&file, json),
+        Some(Command::Show { files, json }) => show::run(&files, json),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();

@@ -2,12 +2,14 @@
 
 pub mod diff;
 mod job_end;
+mod job_set;
 mod patterns;
 pub mod project;
 mod shapes;
 mod summary;
 
 pub use job_end::{JobEnd, KernelEvidence};
+pub use job_set::{JobSet, NodeFinding, NodeRun, RankPeak};
 pub use patterns::{analyze, TimelineFinding, TimelineKind};
 pub use shapes::tensor_shapes;
 pub use summary::{KernelLine, PeerHost, Registrations, RunSummary};
