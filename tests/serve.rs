@@ -553,6 +553,15 @@ fn device_memory_and_driver_held_parts() {
         mem("0000:03:00.0", "gtt", "total"),
         Some(32.0 * 1073741824.0)
     );
+    // The CPU-visible window of VRAM is its own region, never added to the VRAM total.
+    assert_eq!(
+        mem("0000:03:00.0", "vis_vram", "total"),
+        Some(256.0 * 1048576.0)
+    );
+    assert_eq!(
+        mem("0000:03:00.0", "vis_vram", "used"),
+        Some(120.0 * 1048576.0)
+    );
     // The suspended card: amdgpu's mem_info reads do not wake it, so its numbers are there.
     assert_eq!(
         mem("0000:08:00.0", "vram", "total"),

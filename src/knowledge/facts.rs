@@ -149,6 +149,8 @@ fn nvml_device(root: &Root, bus_id: &str, root_port: Option<String>) -> DeviceFa
         runtime_status: None,
         vram_total: None,
         vram_used: None,
+        vis_vram_total: None,
+        vis_vram_used: None,
         gtt_total: None,
         gtt_used: None,
         integrated: None,

@@ -307,6 +307,8 @@ impl Simulation {
             runtime_status: Some("active".into()),
             vram_total: None,
             vram_used: None,
+            vis_vram_total: None,
+            vis_vram_used: None,
             gtt_total: None,
             gtt_used: None,
             integrated: None,

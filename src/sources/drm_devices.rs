@@ -52,6 +52,12 @@ pub struct DeviceInfo {
     /// amdgpu `mem_info_vram_used`, bytes.
     #[serde(default)]
     pub vram_used: Option<u64>,
+    /// amdgpu `mem_info_vis_vram_total`: the CPU-visible part of VRAM (the PCI BAR), bytes.
+    #[serde(default)]
+    pub vis_vram_total: Option<u64>,
+    /// amdgpu `mem_info_vis_vram_used`, bytes.
+    #[serde(default)]
+    pub vis_vram_used: Option<u64>,
     /// amdgpu `mem_info_gtt_total`, bytes.
     #[serde(default)]
     pub gtt_total: Option<u64>,
@@ -103,6 +109,7 @@ impl DeviceInfo {
     pub fn memory(&self, dmem_capacity: &BTreeMap<String, u64>) -> Vec<RegionMemory> {
         let mut out: Vec<RegionMemory> = [
             ("vram", self.vram_total, self.vram_used),
+            ("vis_vram", self.vis_vram_total, self.vis_vram_used),
             ("gtt", self.gtt_total, self.gtt_used),
         ]
         .into_iter()
@@ -166,7 +173,8 @@ impl RegionMemory {
     fn new(region: &str, total: Option<u64>, used: Option<u64>) -> RegionMemory {
         RegionMemory {
             region: region.to_string(),
-            // Drivers name their device memory vram/vram<n> in dmem and fdinfo alike.
+            // Drivers name their device memory vram/vram<n> in dmem and fdinfo alike; amdgpu's
+            // vis_vram is the CPU-visible window of vram, already inside it, so never summed.
             local: region.starts_with("vram"),
             total,
             used,
@@ -253,6 +261,8 @@ fn read_device(root: &Root, dev: &str, id: String) -> DeviceInfo {
         runtime_status: read("power/runtime_status"),
         vram_total: read("mem_info_vram_total").and_then(|v| v.parse().ok()),
         vram_used: read("mem_info_vram_used").and_then(|v| v.parse().ok()),
+        vis_vram_total: read("mem_info_vis_vram_total").and_then(|v| v.parse().ok()),
+        vis_vram_used: read("mem_info_vis_vram_used").and_then(|v| v.parse().ok()),
         gtt_total: read("mem_info_gtt_total").and_then(|v| v.parse().ok()),
         gtt_used: read("mem_info_gtt_used").and_then(|v| v.parse().ok()),
         integrated: None,

@@ -126,6 +126,8 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
         runtime_status: None,
         vram_total: g.memory_total,
         vram_used: g.memory_used,
+        vis_vram_total: None,
+        vis_vram_used: None,
         gtt_total: None,
         gtt_used: None,
         integrated: None,

@@ -237,6 +237,8 @@ impl TreeWriter {
         for (name, v) in [
             ("mem_info_vram_total", dev.vram_total),
             ("mem_info_vram_used", dev.vram_used),
+            ("mem_info_vis_vram_total", dev.vis_vram_total),
+            ("mem_info_vis_vram_used", dev.vis_vram_used),
             ("mem_info_gtt_total", dev.gtt_total),
             ("mem_info_gtt_used", dev.gtt_used),
         ] {

@@ -149,6 +149,8 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         runtime_status: None,
         vram_total: None,
         vram_used: None,
+        vis_vram_total: None,
+        vis_vram_used: None,
         gtt_total: None,
         gtt_used: None,
         integrated: None,
