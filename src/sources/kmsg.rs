@@ -348,6 +348,33 @@ pub fn journal_since(since_unix_s: u64) -> Vec<(KernelEvent, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text parses without panicking into at most one record per line, and a parsed
+        /// log written back in the /dev/kmsg format reads back as the same text.
+        #[test]
+        fn parse_log_is_total_and_printing_is_a_fixed_point(text in "(\\PC|[\n\r\t ,;=0-9])*") {
+            let records = parse_log(&text);
+            prop_assert!(records.len() <= text.lines().count());
+            let printed: String = records.iter().map(ToString::to_string).collect();
+            let again: String = parse_log(&printed).iter().map(ToString::to_string).collect();
+            prop_assert_eq!(again, printed);
+        }
+
+        #[test]
+        fn records_with_control_bytes_stay_one_record(
+            prio in 0u32..192, seq: u64, usec: u64, message in "\\PC*", value in "\\PC*",
+            cr in proptest::bool::ANY,
+        ) {
+            let message = if cr { format!("{message}\r\n\x1b[31m") } else { message };
+            let r = KmsgRecord { prio, seq, usec, message, dict: vec![("DEVICE".into(), value)] };
+            let parsed = parse_log(&r.to_string());
+            prop_assert_eq!(parsed.len(), 1);
+            prop_assert_eq!((parsed[0].prio, parsed[0].seq, parsed[0].usec), (prio, seq, usec));
+            prop_assert_eq!(parsed[0].dict.len(), 1);
+        }
+    }
 
     #[test]
     fn classifies_recorded_dmesg() {
