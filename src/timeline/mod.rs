@@ -4,6 +4,7 @@ pub mod diff;
 mod job_end;
 mod patterns;
 pub mod project;
+pub mod ranks;
 mod shapes;
 mod summary;
 
