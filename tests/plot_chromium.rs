@@ -35,7 +35,9 @@ fn headless(browser: &str, user_dir: &Path) -> Command {
 
 /// The demo's two recordings (eager pinning vs deferred), plotted; returns the page's path.
 fn ab_page(dir: &Path) -> std::path::PathBuf {
-    assert!(run(&["demo", "--keep", dir.to_str().unwrap()]).status.success());
+    assert!(run(&["demo", "--keep", dir.to_str().unwrap()])
+        .status
+        .success());
     let page = dir.join("report.html");
     let out = run(&[
         "plot",
@@ -44,7 +46,11 @@ fn ab_page(dir: &Path) -> std::path::PathBuf {
         "-o",
         page.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     page
 }
 
@@ -57,25 +63,37 @@ fn svgs_of<'a>(html: &'a str, id: &str) -> Vec<&'a str> {
 
 /// The text drawn inside an SVG (tick labels, axis captions), in order.
 fn texts(svg: &str) -> Vec<&str> {
-    svg.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split_once('<')?.0)).collect()
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split_once('<')?.0))
+        .collect()
 }
 
 fn assert_static_page(html: &str) {
     // Only the SVG namespace URI may appear: no scripts, stylesheets, images or links to fetch.
     let outside = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
     assert!(
-        !html.contains("<script") && !html.contains("<link") && !html.contains("<img") && !outside.contains("http"),
+        !html.contains("<script")
+            && !html.contains("<link")
+            && !html.contains("<img")
+            && !outside.contains("http"),
         "self-contained, no scripts"
     );
-    for id in ["device-local", "host-class"] {
+    // Each rank's home card holds its VRAM; host-class memory sits on every card.
+    for (id, least) in [("device-local", 2), ("host-class", 4)] {
         let svgs = svgs_of(html, id);
-        assert!(svgs.len() >= 4, "{id}: 2 ranks × 2 devices, got {}", svgs.len());
+        assert!(
+            svgs.len() >= least,
+            "{id}: {least} charts or more, got {}",
+            svgs.len()
+        );
         assert!(
             svgs.iter().all(|s| texts(s) == texts(svgs[0])),
             "{id}: every small multiple has the same axes"
         );
         assert!(
-            svgs.iter().any(|s| s.contains("#0072B2")) && svgs.iter().any(|s| s.contains("#D55E00")),
+            svgs.iter().any(|s| s.contains("#0072B2"))
+                && svgs.iter().any(|s| s.contains("#D55E00")),
             "{id}: A and B overlaid"
         );
     }
@@ -107,7 +125,10 @@ fn ab_page_overlays_runs_and_renders_in_chromium() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert_static_page(&html);
     let Some(browser) = chromium() else {
-        assert!(std::env::var_os("CI").is_none(), "CI must install Debian's chromium package");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install Debian's chromium package"
+        );
         eprintln!("skipped the browser part: chromium not installed here");
         return;
     };
@@ -129,17 +150,100 @@ fn ab_page_overlays_runs_and_renders_in_chromium() {
     }
     let png = tmp.path().join("report.png");
     let shot = headless(browser, &profile)
-        .args(["--window-size=1400,2200", &format!("--screenshot={}", png.display())])
+        .args([
+            "--window-size=1400,2200",
+            &format!("--screenshot={}", png.display()),
+        ])
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap();
-    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
+    assert!(
+        shot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
     if let Some(keep) = std::env::var_os("GPULEDGER_KEEP_SCREENSHOT") {
         std::fs::copy(&png, keep).unwrap();
     }
     let bytes = std::fs::read(&png).unwrap();
     let (a, inked) = pixels_near(&bytes, A_RGB);
     let (b, _) = pixels_near(&bytes, B_RGB);
-    assert!(inked > 100_000, "a page with charts and tables, not a blank one ({inked} inked pixels)");
-    assert!(a > 2_000 && b > 1_000, "both runs' lines on screen: A {a} px, B {b} px");
+    eprintln!(
+        "screenshot: {} bytes, {inked} inked pixels, A {a} px, B {b} px",
+        bytes.len()
+    );
+    assert!(
+        inked > 100_000,
+        "a page with charts and tables, not a blank one ({inked} inked pixels)"
+    );
+    assert!(
+        a > 2_000 && b > 1_000,
+        "both runs' lines on screen: A {a} px, B {b} px"
+    );
+}
+
+/// Eight ranks, A eager and B deferred, recorded through the library's simulator.
+fn eight_rank_pair(dir: &Path) -> [std::path::PathBuf; 2] {
+    use gpuledger::sim::{run::record, Backing, Scenario, SimParams, Simulation};
+    [("A", Backing::Eager), ("B", Backing::Deferred)].map(|(name, backing)| {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.ranks = 8;
+        p.backing = backing;
+        let file = dir.join(format!("{name}.ledger"));
+        let t = gpuledger::findings::Thresholds::default();
+        record(&Simulation::new(p), &dir.join(name), &file, 120, &t).unwrap();
+        file
+    })
+}
+
+#[test]
+fn eight_ranks_share_one_scale_per_class_and_stay_small() {
+    let tmp = tempfile::tempdir().unwrap();
+    let [a, b] = eight_rank_pair(tmp.path());
+    let page = tmp.path().join("report.html");
+    let out = run(&[
+        "plot",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_static_page(&html);
+    let ranks = html
+        .split("<table class=\"ranks\">")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
+    for r in 0..8 {
+        assert!(
+            ranks.contains(&format!("<tr><th>rank {r}</th>")),
+            "rank {r} has a row"
+        );
+    }
+    let charts = svgs_of(&html, "device-local").len() + svgs_of(&html, "host-class").len();
+    eprintln!(
+        "8 ranks: {charts} charts, {} KiB of HTML",
+        html.len() / 1024
+    );
+    assert!(
+        charts >= 16,
+        "every rank's home and mirrored peers drawn: {charts}"
+    );
+    assert!(
+        html.contains("rank × device pairs held less than"),
+        "near-empty peer charts are listed, not drawn"
+    );
+    assert!(
+        html.len() < 8 << 20,
+        "downsampled lines keep the page small: {} bytes",
+        html.len()
+    );
 }

@@ -109,11 +109,23 @@ fn who_of(s: &RunSummary) -> BTreeMap<Who, u32> {
 /// A process's devices with their roles: home first, then peers in slot order.
 fn roles(s: &RunSummary, pid: u32) -> Vec<(Role, String)> {
     let mine: Vec<&Peak> = s.peaks.iter().filter(|p| p.pid == pid).collect();
-    let home = mine.iter().find(|p| p.home).map(|p| (Role::Home, p.device.clone()));
-    let mut peers: Vec<&str> = mine.iter().filter(|p| !p.home).map(|p| p.device.as_str()).collect();
+    let home = mine
+        .iter()
+        .find(|p| p.home)
+        .map(|p| (Role::Home, p.device.clone()));
+    let mut peers: Vec<&str> = mine
+        .iter()
+        .filter(|p| !p.home)
+        .map(|p| p.device.as_str())
+        .collect();
     peers.sort_unstable();
     home.into_iter()
-        .chain(peers.into_iter().enumerate().map(|(i, d)| (Role::Peer(i), d.to_string())))
+        .chain(
+            peers
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| (Role::Peer(i), d.to_string())),
+        )
         .collect()
 }
 
@@ -123,7 +135,10 @@ fn pair_devices(a: &[(Role, String)], b: &[(Role, String)]) -> Vec<DevicePair> {
     if slots(a) == slots(b) {
         return a
             .iter()
-            .map(|(role, d)| DevicePair { role: *role, slots: [Some(d.clone()), Some(d.clone())] })
+            .map(|(role, d)| DevicePair {
+                role: *role,
+                slots: [Some(d.clone()), Some(d.clone())],
+            })
             .collect();
     }
     let mut by: BTreeMap<Role, [Option<String>; 2]> = BTreeMap::new();
@@ -132,7 +147,9 @@ fn pair_devices(a: &[(Role, String)], b: &[(Role, String)]) -> Vec<DevicePair> {
             by.entry(*role).or_default()[side] = Some(d.clone());
         }
     }
-    by.into_iter().map(|(role, slots)| DevicePair { role, slots }).collect()
+    by.into_iter()
+        .map(|(role, slots)| DevicePair { role, slots })
+        .collect()
 }
 
 /// What one process held and was found to do.
@@ -181,7 +198,11 @@ pub fn pair_ranks(runs: &[&RunSummary]) -> Vec<RankPair> {
                 _ => Vec::new(),
             };
             let devices = pair_devices(&dev(0), &dev(1));
-            RankPair { who, sides, devices }
+            RankPair {
+                who,
+                sides,
+                devices,
+            }
         })
         .collect()
 }
@@ -238,8 +259,14 @@ mod tests {
         let [Some(sa), Some(sb)] = &p.sides else {
             panic!("both runs have rank 0: {:?}", p.sides)
         };
-        assert_eq!((sa.pid, sa.device_local, sa.host_own, sa.host_peers), (10, 18 << 30, 1 << 20, 18 << 30));
-        assert_eq!((sb.pid, sb.device_local, sb.host_own, sb.host_peers), (20, 17 << 30, 0, 2 << 30));
+        assert_eq!(
+            (sa.pid, sa.device_local, sa.host_own, sa.host_peers),
+            (10, 18 << 30, 1 << 20, 18 << 30)
+        );
+        assert_eq!(
+            (sb.pid, sb.device_local, sb.host_own, sb.host_peers),
+            (20, 17 << 30, 0, 2 << 30)
+        );
     }
 
     #[test]
@@ -280,8 +307,17 @@ mod tests {
     fn registrations_of_backings() {
         use Backing::*;
         assert_eq!(Registrations::of(&[]), Registrations::None);
-        assert_eq!(Registrations::of(&[Some(NotPinned), Some(Pinned)]), Registrations::Pinned);
-        assert_eq!(Registrations::of(&[Some(NotPinned)]), Registrations::NotPinned);
-        assert_eq!(Registrations::of(&[Some(NotPinned), None]), Registrations::Unknown);
+        assert_eq!(
+            Registrations::of(&[Some(NotPinned), Some(Pinned)]),
+            Registrations::Pinned
+        );
+        assert_eq!(
+            Registrations::of(&[Some(NotPinned)]),
+            Registrations::NotPinned
+        );
+        assert_eq!(
+            Registrations::of(&[Some(NotPinned), None]),
+            Registrations::Unknown
+        );
     }
 }

@@ -55,10 +55,7 @@ impl Scale {
 pub fn chart(title: &str, lines: &[Line], scale: Scale) -> String {
     let mut svg = String::new();
     if draw(&mut svg, lines, scale).is_err() {
-        return format!(
-            "<p>could not draw {}</p>",
-            super::page::esc(title)
-        );
+        return format!("<p>could not draw {}</p>", super::page::esc(title));
     }
     svg
 }
@@ -86,7 +83,10 @@ fn draw(svg: &mut String, lines: &[Line], scale: Scale) -> DrawResult {
         // A is drawn wider than B's dashes, so where the runs coincide both stay visible.
         let color = RUN_COLORS[l.run % 2];
         if l.run % 2 == 0 {
-            c.draw_series(LineSeries::new(l.points.iter().copied(), color.stroke_width(3)))?;
+            c.draw_series(LineSeries::new(
+                l.points.iter().copied(),
+                color.stroke_width(3),
+            ))?;
         } else {
             c.draw_series(DashedLineSeries::new(
                 l.points.iter().copied(),
@@ -96,11 +96,7 @@ fn draw(svg: &mut String, lines: &[Line], scale: Scale) -> DrawResult {
             ))?;
         }
         let fill = RUN_COLORS[l.run % 2].filled();
-        c.draw_series(
-            l.steps
-                .iter()
-                .map(|&p| TriangleMarker::new(p, 5, fill)),
-        )?;
+        c.draw_series(l.steps.iter().map(|&p| TriangleMarker::new(p, 5, fill)))?;
     }
     root.present()?;
     Ok(())

@@ -27,7 +27,9 @@ fn registrations(r: Registrations) -> &'static str {
 fn findings(side: &RankSide) -> String {
     let mut counts: BTreeMap<(std::cmp::Reverse<Severity>, &str), usize> = BTreeMap::new();
     for (sev, kind) in &side.findings {
-        *counts.entry((std::cmp::Reverse(*sev), kind.as_str())).or_default() += 1;
+        *counts
+            .entry((std::cmp::Reverse(*sev), kind.as_str()))
+            .or_default() += 1;
     }
     if counts.is_empty() {
         return "none".into();
@@ -35,7 +37,11 @@ fn findings(side: &RankSide) -> String {
     counts
         .into_iter()
         .map(|((sev, kind), n)| {
-            let times = if n > 1 { format!(" ×{n}") } else { String::new() };
+            let times = if n > 1 {
+                format!(" ×{n}")
+            } else {
+                String::new()
+            };
             format!(
                 "<span class=\"sev {0}\">{0}</span> {1}{times}",
                 sev.0.as_str(),
@@ -90,7 +96,9 @@ fn rank_table(pairs: &[RankPair], n: usize, verdict: &[(&str, &str)]) -> String 
         cells(&mut out, p, n, |s| (true, human_bytes(s.device_local)));
         cells(&mut out, p, n, |s| (true, human_bytes(s.host_own)));
         cells(&mut out, p, n, |s| (true, human_bytes(s.host_peers)));
-        cells(&mut out, p, n, |s| (false, registrations(s.registrations).into()));
+        cells(&mut out, p, n, |s| {
+            (false, registrations(s.registrations).into())
+        });
         cells(&mut out, p, n, |s| (false, findings(s)));
         out.push_str("</tr>\n");
     }
@@ -108,7 +116,10 @@ fn rank_table(pairs: &[RankPair], n: usize, verdict: &[(&str, &str)]) -> String 
 
 fn value(v: &Value) -> (bool, String) {
     match v {
-        Value::Bytes(b) => (true, b.map(human_bytes).unwrap_or_else(|| "not recorded".into())),
+        Value::Bytes(b) => (
+            true,
+            b.map(human_bytes).unwrap_or_else(|| "not recorded".into()),
+        ),
         Value::Seconds(s) => (true, format!("{s:.1} s")),
         Value::Text(t) => (false, esc(t)),
     }
@@ -166,7 +177,12 @@ pub fn section(runs: &[Run], pairs: &[RankPair]) -> Section {
     }
     Section {
         id: "compare",
-        title: if runs.len() == 2 { "A vs B by rank" } else { "By rank" }.into(),
+        title: if runs.len() == 2 {
+            "A vs B by rank"
+        } else {
+            "By rank"
+        }
+        .into(),
         body,
     }
 }

@@ -66,11 +66,22 @@ mod tests {
     #[test]
     fn hostile_names_are_escaped_and_sections_keep_their_order() {
         let name = "<script>alert(1)</script>\u{202E}evil".to_string();
-        let html = render_html(&[(name.clone(), Recording::default()), (name, Recording::default())]);
-        assert!(!html.contains("<script") && !html.contains('\u{202E}'), "{html}");
-        let at = |id: &str| html.find(&format!("<section id=\"{id}\">")).unwrap_or(usize::MAX);
+        let html = render_html(&[
+            (name.clone(), Recording::default()),
+            (name, Recording::default()),
+        ]);
+        assert!(
+            !html.contains("<script") && !html.contains('\u{202E}'),
+            "{html}"
+        );
+        let at = |id: &str| {
+            html.find(&format!("<section id=\"{id}\">"))
+                .unwrap_or(usize::MAX)
+        };
         let order = ["compare", "device-local", "host-class", "host", "findings"].map(at);
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
-        assert!(html.contains("<table class=\"ranks\">") && html.contains("<table class=\"runs\">"));
+        assert!(
+            html.contains("<table class=\"ranks\">") && html.contains("<table class=\"runs\">")
+        );
     }
 }

@@ -36,7 +36,7 @@ th.run-a{border-top:3px solid #0072b2} th.run-b{border-top:3px solid #d55e00}\
 tr.critical td{background:#fde0e0} tr.warning td{background:#fff3cd}\
 tr.verdict td{background:#eef5fb;font-weight:600} tr.warn td{background:#fff3cd}\
 .meta{color:#555;font-size:.9em} .legend span{margin-right:1.5em;white-space:nowrap}\
-code{overflow-wrap:anywhere}";
+code{overflow-wrap:anywhere} details{margin:.4em 0 .8em}";
 
 /// A short line sample in a run's colour and dash, for the legend.
 fn swatch(run: usize) -> String {
@@ -65,7 +65,11 @@ pub fn render(names: &[&str], sections: &[Section]) -> String {
 <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
 <title>gpuledger report</title>\n<style>{CSS}</style></head><body>\n\
 <h1>gpuledger: {}</h1>\n{}",
-        if names.len() == 2 { "run A vs run B" } else { "one run" },
+        if names.len() == 2 {
+            "run A vs run B"
+        } else {
+            "one run"
+        },
         legend(names)
     );
     for s in sections {
