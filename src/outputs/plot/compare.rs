@@ -43,7 +43,7 @@ fn findings(side: &RankSide) -> String {
                 String::new()
             };
             format!(
-                "<span class=\"sev {0}\">{0}</span> {1}{times}",
+                "<span class=\"finding\"><span class=\"sev {0}\">{0}</span> {1}{times}</span>",
                 sev.0.as_str(),
                 esc(kind)
             )

@@ -32,7 +32,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
 td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}\
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 th.run-a{border-top:3px solid #0072b2} th.run-b{border-top:3px solid #d55e00}\
-.sev{font-weight:600} .sev.critical{color:#b00020} .sev.warning{color:#8a5a00} .sev.info{color:#555}\
+tr>th:first-child{white-space:nowrap} .finding{white-space:nowrap} .sev{font-weight:600} .sev.critical{color:#b00020} .sev.warning{color:#8a5a00} .sev.info{color:#555}\
 tr.critical td{background:#fde0e0} tr.warning td{background:#fff3cd}\
 tr.verdict td{background:#eef5fb;font-weight:600} tr.warn td{background:#fff3cd}\
 .meta{color:#555;font-size:.9em} .legend span{margin-right:1.5em;white-space:nowrap}\
