@@ -100,6 +100,39 @@ fn assert_static_page(html: &str) {
     assert!(html.contains("<polygon"), "allocator steps marked");
 }
 
+/// The page's head and its two chart grids, nothing else.
+fn charts_only(html: &str) -> String {
+    let head = &html[..html.find("<body>").unwrap() + "<body>".len()];
+    let grids: String = ["device-local", "host-class"]
+        .iter()
+        .map(|id| {
+            let start = html.find(&format!("<section id=\"{id}\">")).unwrap();
+            let end = start + html[start..].find("</section>").unwrap();
+            &html[start..end]
+        })
+        .collect();
+    format!("{head}{grids}</body></html>")
+}
+
+/// A 1400 px wide screenshot of `page`, written beside it as `name`.
+fn screenshot(browser: &str, profile: &Path, page: &Path, name: &str) -> std::path::PathBuf {
+    let png = page.with_file_name(name);
+    let shot = headless(browser, profile)
+        .args([
+            "--window-size=1400,2200",
+            &format!("--screenshot={}", png.display()),
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    png
+}
+
 /// Pixels within a small distance of `rgb` (antialiased edges differ, line cores do not).
 fn pixels_near(png: &[u8], rgb: [u8; 3]) -> (usize, usize) {
     let mut dec = png::Decoder::new(png);
@@ -148,37 +181,46 @@ fn ab_page_overlays_runs_and_renders_in_chromium() {
     ] {
         assert!(dom.contains(want), "DOM lacks {want:?}");
     }
-    let png = tmp.path().join("report.png");
-    let shot = headless(browser, &profile)
-        .args([
-            "--window-size=1400,2200",
-            &format!("--screenshot={}", png.display()),
-        ])
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        shot.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shot.stderr)
-    );
+    let png = screenshot(browser, &profile, &page, "report.png");
     if let Some(keep) = std::env::var_os("GPULEDGER_KEEP_SCREENSHOT") {
         std::fs::copy(&png, keep).unwrap();
     }
     let bytes = std::fs::read(&png).unwrap();
-    let (a, inked) = pixels_near(&bytes, A_RGB);
-    let (b, _) = pixels_near(&bytes, B_RGB);
-    eprintln!(
-        "screenshot: {} bytes, {inked} inked pixels, A {a} px, B {b} px",
-        bytes.len()
-    );
+    let (_, inked) = pixels_near(&bytes, A_RGB);
+    eprintln!("screenshot: {} bytes, {inked} inked pixels", bytes.len());
     assert!(
         inked > 100_000,
         "a page with charts and tables, not a blank one ({inked} inked pixels)"
     );
+    // The tables' A/B headers wear the run colours too: count the lines on the charts alone.
+    let charts = tmp.path().join("charts.html");
+    std::fs::write(&charts, charts_only(&html)).unwrap();
+    let bytes = std::fs::read(screenshot(browser, &profile, &charts, "charts.png")).unwrap();
+    let ((a, _), (b, _)) = (pixels_near(&bytes, A_RGB), pixels_near(&bytes, B_RGB));
+    eprintln!("charts: A {a} px, B {b} px");
     assert!(
-        a > 2_000 && b > 1_000,
+        a > 1_000 && b > 1_000,
         "both runs' lines on screen: A {a} px, B {b} px"
+    );
+
+    let single = tmp.path().join("single.html");
+    let out = run(&[
+        "plot",
+        tmp.path().join("A-eager.ledger").to_str().unwrap(),
+        "-o",
+        single.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    std::fs::write(
+        &single,
+        charts_only(&std::fs::read_to_string(&single).unwrap()),
+    )
+    .unwrap();
+    let bytes = std::fs::read(screenshot(browser, &profile, &single, "single.png")).unwrap();
+    let ((a, _), (b, _)) = (pixels_near(&bytes, A_RGB), pixels_near(&bytes, B_RGB));
+    assert!(
+        a > 1_000 && b < 50,
+        "one run draws A's colour only: A {a} px, B {b} px"
     );
 }
 
