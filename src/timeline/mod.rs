@@ -5,6 +5,7 @@ mod job_end;
 mod job_set;
 mod patterns;
 pub mod project;
+pub mod ranks;
 mod shapes;
 mod summary;
 

@@ -170,15 +170,7 @@ impl RunSummary {
     /// What the peer-device registrations were.
     pub fn registrations(&self) -> Registrations {
         let backings: Vec<Option<Backing>> = self.peer_mirrors().map(|f| f.backing).collect();
-        if backings.is_empty() {
-            Registrations::None
-        } else if backings.contains(&Some(Backing::Pinned)) {
-            Registrations::Pinned
-        } else if backings.iter().all(|b| *b == Some(Backing::NotPinned)) {
-            Registrations::NotPinned
-        } else {
-            Registrations::Unknown
-        }
+        Registrations::of(&backings)
     }
 
     /// Number of distinct ranks among the processes that used a GPU.
