@@ -15,11 +15,13 @@ mod simulate;
 mod snapshot;
 mod top;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, ColorArg, Command};
 use anyhow::{Context, Result};
 use clap::CommandFactory;
 use gpuledger::findings::Thresholds;
+use gpuledger::outputs::text_table::Paint;
 use gpuledger::root::Root;
+use gpuledger::serve::MetricsOptions;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +34,8 @@ pub struct Ctx {
     pub proc_dir: Option<PathBuf>,
     /// Finding thresholds with every `--threshold` applied.
     pub thresholds: Thresholds,
+    /// Whether text output is coloured (`--color`, NO_COLOR, CLICOLOR_FORCE, a terminal).
+    pub paint: Paint,
 }
 
 impl Ctx {
@@ -47,6 +51,9 @@ impl Ctx {
             root: cli.root.clone(),
             proc_dir: cli.proc_dir.clone(),
             thresholds,
+            paint: Paint {
+                color: wants_color(cli.color),
+            },
         })
     }
 
@@ -67,6 +74,19 @@ impl Ctx {
             .into());
         }
         Ok(root.with_proc(dir))
+    }
+}
+
+/// `--color`: always and never are final; auto follows anstream's reading of NO_COLOR (any
+/// non-empty value disables), CLICOLOR_FORCE (non-empty and not 0 forces) and whether stdout is
+/// a terminal.
+fn wants_color(arg: ColorArg) -> bool {
+    match arg {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => {
+            anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+        }
     }
 }
 
@@ -96,7 +116,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             interval,
             min_process_bytes,
             max_series,
-        }) => serve::run(&ctx, listen, interval, min_process_bytes, max_series),
+            filter,
+        }) => serve::run(
+            &ctx,
+            listen,
+            interval,
+            MetricsOptions {
+                min_process_bytes,
+                max_process_series: max_series,
+            },
+            &filter,
+        ),
         Some(Command::Report {
             recordings,
             output,
@@ -104,7 +134,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             redact,
         }) => report::run(&ctx, &recordings, output.as_deref(), template, redact, t),
         Some(Command::Plot { recordings, output }) => plot(&recordings, &output),
-        Some(Command::Top { interval }) => top::run(&ctx, interval),
+        Some(Command::Top {
+            interval,
+            sort,
+            filter,
+        }) => top::run(&ctx, interval, sort.key(), &filter),
         Some(Command::Project {
             ranks,
             from,
@@ -129,7 +163,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             &command,
             t,
         ),
-        Some(Command::Show { file, json }) => show::run(&file, json),
+        Some(Command::Show { file, json, filter }) => show::run(&ctx, &file, json, &filter),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();

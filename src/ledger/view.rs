@@ -39,16 +39,34 @@ impl Filter {
     /// Resolves `--pid` and `--device` values against a ledger. A device is a PCI slot
     /// (`0000:03:00.0`, or `03:00.0` in domain 0), a DRM minor (`card1`, `renderD129`), or an
     /// index in the ledger's device order (the order of the snapshot's device table).
-    pub fn resolve(ledger: &Ledger, pids: &[u32], devices: &[String]) -> Result<Filter, FilterError> {
-        if let Some(&pid) = pids
+    pub fn resolve(
+        ledger: &Ledger,
+        pids: &[u32],
+        devices: &[String],
+    ) -> Result<Filter, FilterError> {
+        let known: Vec<(&str, &[String])> = ledger
+            .devices
             .iter()
-            .find(|&&pid| !ledger.processes.iter().any(|p| p.pid == pid))
-        {
+            .map(|d| (d.id.as_str(), d.minors.as_slice()))
+            .collect();
+        let known_pids: Vec<u32> = ledger.processes.iter().map(|p| p.pid).collect();
+        Filter::resolve_in(&known_pids, &known, pids, devices)
+    }
+
+    /// Resolves against any set of pids and devices (id, minors) in display order: a recording's
+    /// processes and devices, say. Every pid and every device given must be among them.
+    pub fn resolve_in(
+        known_pids: &[u32],
+        known_devices: &[(&str, &[String])],
+        pids: &[u32],
+        devices: &[String],
+    ) -> Result<Filter, FilterError> {
+        if let Some(&pid) = pids.iter().find(|pid| !known_pids.contains(pid)) {
             return Err(FilterError::NoGpuProcess { pid });
         }
         let devices = devices
             .iter()
-            .map(|given| device_id(ledger, given))
+            .map(|given| device_id(known_devices, given))
             .collect::<Result<_, _>>()?;
         Ok(Filter {
             pids: pids.iter().copied().collect(),
@@ -100,9 +118,14 @@ impl Filter {
         }
         let mut out = ledger.clone();
         out.devices.retain(|d| self.shows_device(&d.id));
-        out.clients
-            .retain(|c| self.shows_device(&c.device) && c.holders.iter().any(|h| self.shows_pid(h.0)));
-        let holds = |pid: u32| out.clients.iter().any(|c| c.holders.iter().any(|h| h.0 == pid));
+        out.clients.retain(|c| {
+            self.shows_device(&c.device) && c.holders.iter().any(|h| self.shows_pid(h.0))
+        });
+        let holds = |pid: u32| {
+            out.clients
+                .iter()
+                .any(|c| c.holders.iter().any(|h| h.0 == pid))
+        };
         let processes = std::mem::take(&mut out.processes);
         out.processes = processes
             .into_iter()
@@ -110,12 +133,16 @@ impl Filter {
             .filter_map(|mut p| {
                 let had_usage = !p.usage.is_empty();
                 p.usage.retain(|u| self.shows_device(&u.device));
-                let keep = !p.usage.is_empty() || holds(p.pid) || (!had_usage && self.devices.is_empty());
+                let keep =
+                    !p.usage.is_empty() || holds(p.pid) || (!had_usage && self.devices.is_empty());
                 keep.then_some(p)
             })
             .collect();
-        let shown_cgroups: BTreeSet<&str> =
-            out.processes.iter().filter_map(|p| p.cgroup.as_deref()).collect();
+        let shown_cgroups: BTreeSet<&str> = out
+            .processes
+            .iter()
+            .filter_map(|p| p.cgroup.as_deref())
+            .collect();
         let cgroups = std::mem::take(&mut out.cgroups);
         out.cgroups = cgroups
             .into_iter()
@@ -125,35 +152,37 @@ impl Filter {
     }
 }
 
-/// One `--device` value as a device id of the ledger.
-fn device_id(ledger: &Ledger, given: &str) -> Result<String, FilterError> {
+/// One `--device` value as one of the known device ids.
+fn device_id(known: &[(&str, &[String])], given: &str) -> Result<String, FilterError> {
     let want = given.trim().to_ascii_lowercase();
     let in_domain_0 = format!("0000:{want}");
-    let found = ledger.devices.iter().enumerate().find(|(i, d)| {
-        let id = d.id.to_ascii_lowercase();
+    let found = known.iter().enumerate().find(|(i, (id, minors))| {
+        let id = id.to_ascii_lowercase();
         id == want
             || id == in_domain_0
-            || d.minors.iter().any(|m| m.eq_ignore_ascii_case(&want))
+            || minors.iter().any(|m| m.eq_ignore_ascii_case(&want))
             || want.parse::<usize>().is_ok_and(|n| n == *i)
     });
     match found {
-        Some((_, d)) => Ok(d.id.clone()),
+        Some((_, (id, _))) => Ok(id.to_string()),
         None => Err(FilterError::NoSuchDevice {
             given: given.to_string(),
-            known: known_devices(ledger),
+            known: known_devices(known),
         }),
     }
 }
 
-fn known_devices(ledger: &Ledger) -> String {
-    if ledger.devices.is_empty() {
+fn known_devices(known: &[(&str, &[String])]) -> String {
+    if known.is_empty() {
         return "no GPU device".into();
     }
-    ledger
-        .devices
+    known
         .iter()
         .enumerate()
-        .map(|(i, d)| format!("{i}={} ({})", d.id, d.minors.join(" ")))
+        .map(|(i, (id, minors))| match minors.is_empty() {
+            true => format!("{i}={id}"),
+            false => format!("{i}={id} ({})", minors.join(" ")),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

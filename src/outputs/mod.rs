@@ -1,5 +1,6 @@
 //! Renderers. They format what the ledger and the findings hold and compute nothing new.
 
+pub mod csv;
 pub mod json;
 pub mod plot;
 pub mod safe_text;

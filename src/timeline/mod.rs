@@ -6,6 +6,7 @@ mod patterns;
 pub mod project;
 mod shapes;
 mod summary;
+pub mod view;
 
 pub use job_end::{JobEnd, KernelEvidence};
 pub use patterns::{analyze, TimelineFinding, TimelineKind};

@@ -24,7 +24,14 @@ fn devices(given: &[&str]) -> Vec<String> {
 #[test]
 fn a_device_is_a_slot_a_minor_or_an_index() {
     let l = ledger("seed-2622");
-    for given in ["0000:04:00.0", "04:00.0", "card1", "renderD129", "1", "RENDERD129"] {
+    for given in [
+        "0000:04:00.0",
+        "04:00.0",
+        "card1",
+        "renderD129",
+        "1",
+        "RENDERD129",
+    ] {
         let f = Filter::resolve(&l, &[], &devices(&[given])).unwrap();
         assert!(f.shows_device("0000:04:00.0"), "{given}");
         assert!(!f.shows_device("0000:03:00.0"), "{given}");
@@ -64,12 +71,18 @@ fn pid_filter_keeps_that_process_and_the_host_wide_findings() {
     let all = analyze(&l, &Thresholds::default());
     let f = Filter::resolve(&l, &[116400], &[]).unwrap();
     let shown = f.ledger(&l);
-    assert_eq!(shown.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [116400]);
+    assert_eq!(
+        shown.processes.iter().map(|p| p.pid).collect::<Vec<_>>(),
+        [116400]
+    );
     let kept = f.findings(&all);
     let kinds: Vec<(Kind, Option<u32>)> = kept.iter().map(|x| (x.kind, x.pid)).collect();
     assert_eq!(
         kinds,
-        [(Kind::PeerMirror, Some(116400)), (Kind::DriverHeldHost, None)]
+        [
+            (Kind::PeerMirror, Some(116400)),
+            (Kind::DriverHeldHost, None)
+        ]
     );
 }
 
@@ -95,7 +108,16 @@ fn sort_keys_order_processes() {
     SortKey::Pid.sort(&mut l.processes);
     assert_eq!(l.processes[0].pid, 116400);
     SortKey::Host.sort(&mut l.processes);
-    let host = |p: &ProcessRow| p.usage.iter().filter(|u| u.class == MemClass::Host).filter_map(|u| u.resident).sum::<u64>();
+    let host = |p: &ProcessRow| {
+        p.usage
+            .iter()
+            .filter(|u| u.class == MemClass::Host)
+            .filter_map(|u| u.resident)
+            .sum::<u64>()
+    };
     assert!(host(&l.processes[0]) >= host(&l.processes[1]));
-    assert_eq!(l.processes[0].pid, 116401, "rank 1 holds 9.2 GiB host-class, rank 0 9.1 GiB");
+    assert_eq!(
+        l.processes[0].pid, 116401,
+        "rank 1 holds 9.2 GiB host-class, rank 0 9.1 GiB"
+    );
 }
