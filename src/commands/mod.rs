@@ -22,7 +22,7 @@ use gpuledger::findings::Thresholds;
 use gpuledger::outputs::text_table::Paint;
 use gpuledger::root::Root;
 use gpuledger::serve::MetricsOptions;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -77,15 +77,24 @@ impl Ctx {
     }
 }
 
-/// `--color`: always and never are final; auto follows anstream's reading of NO_COLOR (any
-/// non-empty value disables), CLICOLOR_FORCE (non-empty and not 0 forces) and whether stdout is
-/// a terminal.
+/// `--color`: always and never are final. auto: NO_COLOR (any non-empty value) disables;
+/// CLICOLOR_FORCE (non-empty and not `0`; anstyle-query alone would take `0` as forcing) forces;
+/// CLICOLOR=0 disables; else colour when stdout is a terminal whose TERM supports it.
 fn wants_color(arg: ColorArg) -> bool {
     match arg {
         ColorArg::Always => true,
         ColorArg::Never => false,
         ColorArg::Auto => {
-            anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+            let forced = std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0");
+            if anstyle_query::no_color() {
+                false
+            } else if forced {
+                true
+            } else if anstyle_query::clicolor() == Some(false) {
+                false
+            } else {
+                std::io::stdout().is_terminal() && anstyle_query::term_supports_color()
+            }
         }
     }
 }
