@@ -50,10 +50,10 @@ fn csv_golden_seed_2622() {
     let time = rows[0][0].to_string();
     assert!(rows.iter().all(|r| r[0] == *time), "one time per snapshot");
     // Bytes are integers: rank 0's VRAM on its home card, 9,355,696 KiB.
-    assert!(rows
-        .iter()
-        .any(|r| &r[1] == "116400" && &r[5] == "0000:03:00.0" && &r[7] == "vram0"
-            && &r[11] == "9580232704"));
+    assert!(rows.iter().any(|r| &r[1] == "116400"
+        && &r[5] == "0000:03:00.0"
+        && &r[7] == "vram0"
+        && &r[11] == "9580232704"));
     assert_golden("seed-2622.csv", &out.replace(&time, "TIME"));
 }
 
@@ -92,8 +92,14 @@ fn unknown_pids_and_devices_are_errors_not_empty_output() {
     let r = root("seed-2622");
     for (args, want) in [
         (vec!["--pid", "999999"], "--pid 999999: no such process"),
-        (vec!["--pid", "116400", "--pid", "1"], "--pid 1: no such process"),
-        (vec!["--device", "card9"], "0=0000:03:00.0 (card0 renderD128)"),
+        (
+            vec!["--pid", "116400", "--pid", "1"],
+            "--pid 1: no such process",
+        ),
+        (
+            vec!["--device", "card9"],
+            "0=0000:03:00.0 (card0 renderD128)",
+        ),
         (vec!["--device", "2"], "matches no device"),
     ] {
         let mut full = vec!["--root", r.as_str()];
@@ -128,8 +134,14 @@ fn a_filter_never_changes_a_verdict() {
 fn sort_orders_table_json_and_csv() {
     let r = root("seed-2622");
     // Rank 1 holds more host-class memory than rank 0 (9.2 vs 9.1 GiB).
-    assert_eq!(pids(&json_with("seed-2622", &["--sort", "host"])), [116401, 116400]);
-    assert_eq!(pids(&json_with("seed-2622", &["--sort", "rank"])), [116400, 116401]);
+    assert_eq!(
+        pids(&json_with("seed-2622", &["--sort", "host"])),
+        [116401, 116400]
+    );
+    assert_eq!(
+        pids(&json_with("seed-2622", &["--sort", "rank"])),
+        [116400, 116401]
+    );
     let csv = stdout_of(&["--root", &r, "--format", "csv", "--sort", "host"], 0);
     let first = csv.lines().nth(1).unwrap();
     assert!(first.contains(",116401,"), "{first}");
@@ -160,7 +172,12 @@ fn loop_table_has_one_timestamp_per_snapshot_and_csv_one_header() {
     let table = stdout_of(&["--root", &r, "--loop", "20ms", "--count", "3"], 0);
     assert_eq!(table.matches("──── 20").count(), 3, "{table}");
     assert_eq!(table.matches("Host memory").count(), 3);
-    let csv = stdout_of(&["--root", &r, "-l", "20ms", "--count", "2", "--format", "csv"], 0);
+    let csv = stdout_of(
+        &[
+            "--root", &r, "-l", "20ms", "--count", "2", "--format", "csv",
+        ],
+        0,
+    );
     assert_eq!(csv.matches("time,pid,").count(), 1, "{csv}");
     assert_eq!(csv.lines().count(), 1 + 2 * 16);
 }
@@ -199,19 +216,37 @@ fn loop_ends_with_status_0_on_ctrl_c_and_on_a_closed_pipe() {
         .spawn()
         .unwrap();
     let mut first = [0u8; 64];
-    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The table's stdout with `env` set and `args` added.
 fn table_with_env(env: &[(&str, &str)], args: &[&str]) -> String {
     let r = root("seed-2622");
     let mut cmd = bin();
-    cmd.env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE").env_remove("CLICOLOR");
-    cmd.args(["--root", &r]).args(args).envs(env.iter().copied());
+    cmd.env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("CLICOLOR");
+    cmd.args(["--root", &r])
+        .args(args)
+        .envs(env.iter().copied());
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     String::from_utf8(out.stdout).unwrap()
@@ -277,7 +312,70 @@ fn serve_shows_only_the_filtered_process_and_its_index_links_the_endpoints() {
 #[test]
 fn serve_refuses_a_pid_it_cannot_see() {
     let r = root("seed-2622");
-    let out = run(&["--root", &r, "serve", "--listen", "127.0.0.1:0", "--pid", "999999"]);
+    let out = run(&[
+        "--root",
+        &r,
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--pid",
+        "999999",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pid 999999"));
+}
+
+#[test]
+fn show_filters_a_recording_without_changing_its_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("seed.ledger");
+    let r = root("seed-2622");
+    let rec = run(&[
+        "--root",
+        &r,
+        "record",
+        "--all",
+        "--duration",
+        "200ms",
+        "--interval",
+        "50ms",
+        "-o",
+        ledger.to_str().unwrap(),
+    ]);
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let file = ledger.to_str().unwrap();
+    let whole = json_of(&["show", file, "--json"], 0);
+    let one = json_of(&["show", file, "--json", "--pid", "116401"], 0);
+    let peak_pids: Vec<u64> = one["peaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(peak_pids, [116401, 116401]);
+    let kept: Vec<&Value> = one["recorded_findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    assert!(!kept.is_empty());
+    for f in kept {
+        assert!(f["pid"] == 116401 || f["pid"].is_null(), "{f}");
+        assert!(
+            whole["recorded_findings"].as_array().unwrap().contains(f),
+            "{f}"
+        );
+    }
+    // Device 1 is 0000:04:00.0: home of rank 1, peer of rank 0's mirror; both mirrors show.
+    let text = stdout_of(&["show", file, "--device", "1", "--color", "always"], 0);
+    assert_eq!(text.matches("\u{1b}[31mCRITICAL").count(), 2, "{text}");
+    assert!(!text.contains("0000:03:00.0 *"), "{text}");
+    let out = run(&["show", file, "--pid", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = run(&["show", file, "--device", "card1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0=0000:03:00.0, 1=0000:04:00.0"));
 }

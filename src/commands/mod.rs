@@ -85,7 +85,8 @@ fn wants_color(arg: ColorArg) -> bool {
         ColorArg::Always => true,
         ColorArg::Never => false,
         ColorArg::Auto => {
-            let forced = std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0");
+            let forced =
+                std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0");
             if anstyle_query::no_color() {
                 false
             } else if forced {

@@ -13,11 +13,11 @@ use std::collections::BTreeSet;
 #[derive(Debug, thiserror::Error)]
 pub enum FilterError {
     /// No device has this PCI slot, minor or index.
-    #[error("--device {given:?} matches no device; this machine has {known}: give a PCI slot (0000:03:00.0), a DRM minor (card1, renderD129) or an index from 0")]
+    #[error("--device {given:?} matches none of the devices ({known}): give a PCI slot (0000:03:00.0), a DRM minor (card1, renderD129) or an index from 0")]
     NoSuchDevice {
         /// The value given.
         given: String,
-        /// The devices there are, as `0=0000:03:00.0 (card0 renderD128)`, or `none`.
+        /// The devices there are, as `0=0000:03:00.0 (card0 renderD128)`, or `no GPU device`.
         known: String,
     },
     /// The pid holds no GPU memory and no GPU fd.

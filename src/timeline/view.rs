@@ -2,7 +2,8 @@
 //! snapshot ([`Filter`]), every number and finding was computed on the whole recording first; the
 //! filter only chooses which of them are shown.
 
-use super::RunSummary;
+use super::{RunSummary, TimelineFinding, TimelineKind};
+use crate::findings::Kind;
 use crate::ledger::{Filter, FilterError};
 
 /// Resolves `--pid` and `--device` against the processes and devices a recording saw (devices in
@@ -30,7 +31,19 @@ pub fn filter_summary(
     out.ranks.retain(|r| f.shows_pid(r.1));
     out.findings
         .retain(|x| f.shows_subject(x.pid, &[x.device.as_deref(), x.peer.as_deref()]));
-    out.timeline
-        .retain(|x| f.shows_subject(x.pid, &[x.device.as_deref()]));
+    // A timeline peer mirror names its home device only; its peer is on the recorded finding it
+    // comes from, and it shows when either device is shown, as in a snapshot.
+    let peer_of = |x: &TimelineFinding| {
+        s.findings
+            .iter()
+            .find(|r| r.kind == Kind::PeerMirror && r.pid == x.pid && r.device == x.device)
+            .and_then(|r| r.peer.as_deref())
+    };
+    out.timeline.retain(|x| {
+        let peer = (x.kind == TimelineKind::PeerMirror)
+            .then(|| peer_of(x))
+            .flatten();
+        f.shows_subject(x.pid, &[x.device.as_deref(), peer])
+    });
     Ok(out)
 }

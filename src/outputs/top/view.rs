@@ -388,6 +388,59 @@ mod tests {
         assert!(!row.contains('█') && !row.contains('░'), "{row}");
     }
 
+    /// The screen's rows, as text.
+    fn screen(state: &State, width: u16, height: u16) -> Vec<String> {
+        let mut term = Terminal::new(TestBackend::new(width, height)).unwrap();
+        term.draw(|f| draw(f, state)).unwrap();
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn findings_that_do_not_fit_are_counted() {
+        let mut state = fixture_state("seed-2622");
+        let three = state.findings.clone();
+        assert_eq!(three.len(), 3);
+        let rows = screen(&state, 400, 40);
+        assert!(
+            !rows.iter().any(|r| r.contains(" more (gpuledger")),
+            "3 fit"
+        );
+        state.findings = three.iter().cycle().take(12).cloned().collect();
+        for width in [400, 120, 60] {
+            let rows = screen(&state, width, 40);
+            let starts = rows
+                .iter()
+                .filter(|r| r.trim_start_matches('│').starts_with("CRITICAL "))
+                .count();
+            let more = format!("+{} more (gpuledger lists them all)", 12 - starts);
+            assert!(
+                starts >= 1,
+                "width {width}: the worst finding is always drawn"
+            );
+            assert!(
+                rows.iter().any(|r| r.contains(&more)),
+                "width {width}: want {more:?} in\n{}",
+                rows.join("\n")
+            );
+        }
+    }
+
+    #[test]
+    fn wrapping_counts_rows_as_the_paragraph_does() {
+        let line = Line::from("aaa bbb ccc");
+        assert_eq!(wrapped_rows(&line, 11), 1);
+        assert_eq!(wrapped_rows(&line, 7), 2);
+        assert_eq!(wrapped_rows(&line, 3), 3);
+        assert_eq!(wrapped_rows(&Line::from("abcdefgh"), 3), 3);
+    }
+
     #[test]
     fn hostile_comm_is_drawn_escaped() {
         let (_dir, state) = hostile_state();
