@@ -507,10 +507,26 @@ fn view_flags_good_and_bad_values() {
         );
     }
     let bad: Vec<(Vec<&str>, i32, &str)> = vec![
-        (with_root(&["--format", "xml"]), 2, "possible values: table, json, csv"),
-        (with_root(&["--json", "--format", "csv"]), 2, "cannot be used with"),
-        (with_root(&["--sort", "size"]), 2, "possible values: host, local, pid, rank"),
-        (with_root(&["--color", "sometimes"]), 2, "possible values: auto, always, never"),
+        (
+            with_root(&["--format", "xml"]),
+            2,
+            "possible values: table, json, csv",
+        ),
+        (
+            with_root(&["--json", "--format", "csv"]),
+            2,
+            "cannot be used with",
+        ),
+        (
+            with_root(&["--sort", "size"]),
+            2,
+            "possible values: host, local, pid, rank",
+        ),
+        (
+            with_root(&["--color", "sometimes"]),
+            2,
+            "possible values: auto, always, never",
+        ),
         (with_root(&["-l", "0"]), 2, "10ms"),
         (with_root(&["--loop", "5ms"]), 2, "10ms"),
         (with_root(&["--loop", "soon"]), 2, "--loop"),
@@ -519,7 +535,11 @@ fn view_flags_good_and_bad_values() {
         (with_root(&["--pid", "abc"]), 2, "--pid"),
         (with_root(&["--pid", "-3"]), 2, "unexpected argument"),
         (with_root(&["--pid", "999999"]), 1, "no such process"),
-        (with_root(&["--device", "card9"]), 1, "matches none of the devices"),
+        (
+            with_root(&["--device", "card9"]),
+            1,
+            "matches none of the devices",
+        ),
         (with_root(&["top", "--sort", "size"]), 2, "possible values"),
         (with_root(&["serve", "--device", "9"]), 1, "matches none"),
         (vec!["show", NO_ROOT, "--pid", "x"], 2, "--pid"),

@@ -100,7 +100,7 @@ fn unknown_pids_and_devices_are_errors_not_empty_output() {
             vec!["--device", "card9"],
             "0=0000:03:00.0 (card0 renderD128)",
         ),
-        (vec!["--device", "2"], "matches no device"),
+        (vec!["--device", "2"], "matches none of the devices"),
     ] {
         let mut full = vec!["--root", r.as_str()];
         full.extend(args.iter());
@@ -252,10 +252,17 @@ fn table_with_env(env: &[(&str, &str)], args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Environment, arguments, whether the table comes out coloured.
+type ColourCase = (
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+    bool,
+);
+
 #[test]
 fn colour_follows_color_no_color_and_clicolor_force() {
     const RED: &str = "\u{1b}[31mCRITICAL";
-    let cases: [(&[(&str, &str)], &[&str], bool); 8] = [
+    let cases: [ColourCase; 8] = [
         (&[], &[], false), // not a terminal
         (&[("CLICOLOR_FORCE", "1")], &[], true),
         (&[("CLICOLOR_FORCE", "0")], &[], false),
