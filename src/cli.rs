@@ -66,7 +66,8 @@ pub enum ColorArg {
 #[derive(Debug, Clone, Default, Args)]
 pub struct FilterArgs {
     /// Show only these pids (repeat, or comma-separate). A pid that holds no GPU memory or GPU fd
-    /// is an error (exit 1).
+    /// is an error (exit 1). Findings are judged on the whole machine, then those about other
+    /// pids and devices are hidden: a filter never changes a verdict.
     #[arg(long = "pid", value_name = "PID", value_delimiter = ',')]
     pub pids: Vec<u32>,
     /// Show only these devices: a PCI slot (0000:03:00.0), a DRM minor (card1, renderD129) or an
@@ -146,7 +147,8 @@ pub struct SnapshotArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
 
-    /// Exit with status 3 when a finding of this severity or worse exists.
+    /// Exit with status 3 when a finding of this severity or worse exists (among those shown,
+    /// with --pid/--device; in any snapshot, with --loop).
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
 
