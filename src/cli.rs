@@ -300,8 +300,10 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
     Show {
-        /// The recording.
-        file: PathBuf,
+        /// The recording; several recordings (or a directory of them) of one job, one per node,
+        /// are shown as one job: per-rank peaks across nodes, the worst node, findings by node.
+        #[arg(required = true, value_name = "RECORDING|DIR")]
+        files: Vec<PathBuf>,
         /// Print JSON (gpuledger.show/1).
         #[arg(long)]
         json: bool,
@@ -310,9 +312,11 @@ pub enum Command {
     },
     /// Compare two recordings: the bad-vs-good table, and which run shows pinned peer mirrors.
     Diff {
-        /// Run A.
+        /// Run A: a recording, or a directory of one job's recordings (one per node).
+        #[arg(value_name = "A")]
         a: PathBuf,
-        /// Run B.
+        /// Run B: the same.
+        #[arg(value_name = "B")]
         b: PathBuf,
         /// Print JSON.
         #[arg(long)]

@@ -192,6 +192,7 @@ fn finding(kind: Kind, backing: Option<Backing>) -> Finding {
         ratio: None,
         backing,
         source: None,
+        issue: None,
     }
 }
 

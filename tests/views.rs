@@ -383,6 +383,10 @@ fn show_filters_a_recording_without_changing_its_findings() {
     assert!(!text.contains("0000:03:00.0 *"), "{text}");
     let out = run(&["show", file, "--pid", "1"]);
     assert_eq!(out.status.code(), Some(1));
+    // Two nodes' recordings of one job: pids and slots repeat across nodes, so no filter.
+    let out = run(&["show", file, file, "--pid", "116401"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("filters one recording"));
     let out = run(&["show", file, "--device", "card1"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("0=0000:03:00.0, 1=0000:04:00.0"));
 }

@@ -8,6 +8,7 @@ mod experiment;
 mod guard;
 mod project;
 mod record;
+mod recordings;
 mod report;
 mod serve;
 mod show;
@@ -173,7 +174,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             &command,
             t,
         ),
-        Some(Command::Show { file, json, filter }) => show::run(&ctx, &file, json, &filter),
+        Some(Command::Show {
+            files,
+            json,
+            filter,
+        }) => show::run(&ctx, &files, json, &filter),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();

@@ -3,6 +3,7 @@
 use crate::cli::TemplateArg;
 use anyhow::{Context, Result};
 use gpuledger::findings::{analyze, Thresholds};
+use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::Ledger;
 use gpuledger::recording;
 use gpuledger::report::{nvidia_from_nvml, render, ReportInput, Template};
@@ -41,6 +42,13 @@ pub fn run(
     let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
     let mut system = system_info::gather(sampler.root(), &pythons, &slots);
     nvidia_from_nvml(&mut system, &snapshot);
+    let mut seen = findings.clone();
+    for (_, rec) in &recordings {
+        seen.extend(rec.findings.iter().map(|f| f.at_peak()));
+    }
+    let related = KnownIssues::of_machine(sampler.root(), &snapshot)
+        .context("the embedded known-issues base")?
+        .assess(&seen);
     let text = render(&ReportInput {
         template: match template {
             TemplateArg::IntelComputeRuntime => Template::IntelComputeRuntime,
@@ -51,6 +59,7 @@ pub fn run(
         findings: &findings,
         system: &system,
         recordings: &recordings,
+        related: &related,
     });
     match output {
         None => super::print(&text)?,

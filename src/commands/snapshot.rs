@@ -4,6 +4,7 @@ use super::Ctx;
 use crate::cli::{FailOn, Format, SnapshotArgs};
 use anyhow::{Context, Result};
 use gpuledger::findings::{self, Finding, Severity};
+use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::{Filter, Ledger};
 use gpuledger::outputs::json::rfc3339;
 use gpuledger::outputs::{csv, json, table};
@@ -35,13 +36,23 @@ pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
     }
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let mut filter: Option<Filter> = None;
+    let mut known: Option<KnownIssues> = None;
     let mut worst: Option<Severity> = None;
     let mut printed = 0u64;
     loop {
         let started = Instant::now();
-        let whole = Ledger::from_snapshot(&sampler.sample()?);
+        let snap = sampler.sample()?;
+        let whole = Ledger::from_snapshot(&snap);
         // Findings first, on the whole machine; the filter only chooses what is shown.
-        let found = findings::analyze(&whole, &ctx.thresholds);
+        let mut found = findings::analyze(&whole, &ctx.thresholds);
+        let known = match &known {
+            Some(k) => k,
+            None => known.insert(
+                KnownIssues::of_machine(sampler.root(), &snap)
+                    .context("the embedded known-issues base")?,
+            ),
+        };
+        known.extend(&mut found);
         let filter = match &filter {
             Some(f) => f,
             None => filter.insert(Filter::resolve(

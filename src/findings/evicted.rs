@@ -33,6 +33,7 @@ pub(super) fn over_reported(ledger: &Ledger) -> Vec<Finding> {
                 ratio: Some(sum as f64 / used.max(1) as f64),
                 backing: None,
                 source: Some("mem_info_vram_used".into()),
+                issue: None,
             })
         })
         .collect()
@@ -73,6 +74,7 @@ pub(super) fn find(ledger: &Ledger) -> Vec<Finding> {
                 ratio: None,
                 backing: None,
                 source: Some("amd-evicted-vram".into()),
+                issue: None,
             }
         })
         .collect()

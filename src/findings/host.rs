@@ -69,6 +69,7 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
         ratio: Some(explained),
         backing: None,
         source: Some(e.counter.as_str().to_string()),
+        issue: None,
     })
 }
 
@@ -102,5 +103,6 @@ pub(super) fn pressure(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
         ratio: Some(avail as f64 / total.max(1) as f64),
         backing: None,
         source: Some("MemAvailable".into()),
+        issue: None,
     })
 }

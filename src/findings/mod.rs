@@ -71,16 +71,19 @@ pub enum Kind {
     EvictedToHost,
     /// Per-process VRAM sums exceed what the device reports in use.
     OverReported,
+    /// The machine matches an entry of the known-issues base (`known-issues/`).
+    KnownIssue,
 }
 
 impl Kind {
     /// All kinds, for `--explain` and docs.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::PeerMirror,
         Kind::DriverHeldHost,
         Kind::HostPressure,
         Kind::EvictedToHost,
         Kind::OverReported,
+        Kind::KnownIssue,
     ];
 
     /// snake_case name.
@@ -91,6 +94,7 @@ impl Kind {
             Kind::HostPressure => "host_pressure",
             Kind::EvictedToHost => "evicted_to_host",
             Kind::OverReported => "over_reported",
+            Kind::KnownIssue => "known_issue",
         }
     }
 
@@ -107,17 +111,19 @@ impl Kind {
             Kind::HostPressure => include_str!("explain/host_pressure.txt"),
             Kind::EvictedToHost => include_str!("explain/evicted_to_host.txt"),
             Kind::OverReported => include_str!("explain/over_reported.txt"),
+            Kind::KnownIssue => include_str!("explain/known_issue.txt"),
         }
     }
 }
 
 /// Every finding kind `--explain` knows: the snapshot kinds, then the timeline kinds of `record`.
-pub const EXPLAINED: [&str; 9] = [
+pub const EXPLAINED: [&str; 10] = [
     "peer_mirror",
     "driver_held_host",
     "host_pressure",
     "evicted_to_host",
     "over_reported",
+    "known_issue",
     "stepwise_growth",
     "plateau",
     "leak",
@@ -163,6 +169,9 @@ pub struct Finding {
     pub backing: Option<Backing>,
     /// The host counter used as evidence.
     pub source: Option<String>,
+    /// known_issue: the id of the matching entry of the known-issues base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue: Option<String>,
 }
 
 /// Every finding for a ledger, most severe first.
@@ -172,8 +181,13 @@ pub fn analyze(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     out.extend(host::pressure(ledger, t));
     out.extend(evicted::find(ledger));
     out.extend(evicted::over_reported(ledger));
-    out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.kind.cmp(&b.kind)));
+    rank(&mut out);
     out
+}
+
+/// Orders findings as every view shows them: most severe first, then by kind.
+pub fn rank(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.kind.cmp(&b.kind)));
 }
 
 /// The most severe finding's severity.

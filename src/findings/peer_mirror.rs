@@ -164,6 +164,7 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
                 ratio: Some(ratio),
                 backing: Some(backing),
                 source: evidence.map(|e| e.counter.as_str().to_string()),
+                issue: None,
             }
         })
         .collect()

@@ -153,10 +153,14 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
                 )
             })
             .unwrap_or_default();
+        let whose = match (f.rank, f.pid) {
+            (Some(r), Some(p)) => format!(" (rank {r}, pid {p})"),
+            (None, Some(p)) => format!(" (pid {p})"),
+            _ => String::new(),
+        };
         why.push(format!(
-            "{} finding{backing} present: {}",
-            f.kind.as_str(),
-            f.message
+            "{} finding{backing} present{whose}",
+            f.kind.as_str()
         ));
     }
     let severity = if e.informational {

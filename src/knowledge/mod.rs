@@ -18,6 +18,7 @@
 
 mod base;
 mod facts;
+mod known;
 mod matcher;
 mod schema;
 pub mod topology;
@@ -26,6 +27,7 @@ mod visible;
 
 pub use base::{Base, KnowledgeError};
 pub use facts::{dpkg_status, versions, DeviceFact, Facts, VersionFact};
+pub use known::{finding, KnownIssues};
 pub use matcher::{assess, Assessment, Match, NotMatched};
 pub use schema::{
     Component, Conditions, Entry, Family, Hardware, Signature, Status, Topology, Versions,

@@ -59,10 +59,32 @@ pub struct RecordedFinding {
     pub backing: Option<Backing>,
     /// Message at the peak.
     pub message: String,
+    /// known_issue: the entry id.
+    pub issue: Option<String>,
     /// First and last sample index.
     pub first: usize,
     /// See `first`.
     pub last: usize,
+}
+
+impl RecordedFinding {
+    /// The finding as a snapshot of its peak moment would have shown it.
+    pub fn at_peak(&self) -> crate::findings::Finding {
+        crate::findings::Finding {
+            kind: self.kind,
+            severity: self.severity,
+            message: self.message.clone(),
+            pid: self.pid,
+            rank: self.rank,
+            device: self.device.clone(),
+            peer: self.peer.clone(),
+            bytes: self.bytes_peak,
+            ratio: None,
+            backing: self.backing,
+            source: None,
+            issue: self.issue.clone(),
+        }
+    }
 }
 
 /// A recording, read back with bounded memory.

@@ -90,6 +90,11 @@ pub(super) fn findings(
         } else {
             severity_at_peak_v2(kind, backing, stored)
         };
+        // A known issue keeps its entry id in the peer column (the table's key).
+        let (peer, issue) = match kind {
+            Kind::KnownIssue => (String::new(), (!peer.is_empty()).then_some(peer)),
+            _ => (peer, None),
+        };
         Ok(RecordedFinding {
             kind,
             severity,
@@ -101,6 +106,7 @@ pub(super) fn findings(
             bytes_peak: r.get::<_, i64>(6)?.max(0) as u64,
             backing,
             message: r.get(8)?,
+            issue,
             first: cols.index(r.get(9)?),
             last: cols.index(r.get(10)?),
         })

@@ -30,7 +30,8 @@ pub fn step(
         snap.time_ms = t;
     }
     let ledger = Ledger::from_snapshot(&snap);
-    let findings = analyze(&ledger, thresholds);
+    let mut findings = analyze(&ledger, thresholds);
+    recorder.add_known_issues(sampler.root(), &snap, &mut findings);
     recorder.add(&ledger, &findings)?;
     Ok((ledger, findings))
 }

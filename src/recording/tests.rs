@@ -32,6 +32,7 @@ fn mirror(bytes: u64, backing: Backing, severity: Severity) -> Finding {
         ratio: None,
         backing: Some(backing),
         source: None,
+        issue: None,
     }
 }
 

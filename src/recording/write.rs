@@ -3,6 +3,7 @@
 use super::{RecordingError, CHECKPOINT_EVERY, SCHEMA_VERSION};
 use crate::findings::Finding;
 use crate::ledger::Ledger;
+use crate::snapshot::Snapshot;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -35,6 +36,8 @@ pub struct Recorder {
     devices: HashSet<String>,
     samples: u64,
     checkpointed: Instant,
+    /// The machine's known-issue facts, gathered at the first sample.
+    known: Option<crate::knowledge::KnownIssues>,
 }
 
 fn to_i64(v: Option<u64>) -> Option<i64> {
@@ -64,7 +67,24 @@ impl Recorder {
             devices: HashSet::new(),
             samples: 0,
             checkpointed: Instant::now(),
+            known: None,
         })
+    }
+
+    /// Adds the known-issue findings for this machine (its facts read at the first call) to a
+    /// sample's findings.
+    pub fn add_known_issues(
+        &mut self,
+        root: &crate::root::Root,
+        snap: &Snapshot,
+        found: &mut Vec<Finding>,
+    ) {
+        if self.known.is_none() {
+            self.known = crate::knowledge::KnownIssues::of_machine(root, snap).ok();
+        }
+        if let Some(k) = &self.known {
+            k.extend(found);
+        }
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> RecordingError + '_ {
@@ -206,7 +226,8 @@ impl Recorder {
                     f.kind.as_str(),
                     f.pid.map(i64::from).unwrap_or(-1),
                     f.device.clone().unwrap_or_default(),
-                    f.peer.clone().unwrap_or_default(),
+                    // A known issue is keyed by its entry id, kept in the peer column.
+                    f.issue.clone().or_else(|| f.peer.clone()).unwrap_or_default(),
                     f.severity.as_str(),
                     f.rank,
                     to_i64(Some(f.bytes)),

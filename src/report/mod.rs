@@ -6,10 +6,12 @@
 
 mod escape;
 mod redact;
+mod related;
 mod sections;
 mod steps;
 
 use crate::findings::Finding;
+use crate::knowledge::Assessment;
 use crate::ledger::Ledger;
 use crate::recording::Recording;
 use crate::snapshot::Snapshot;
@@ -39,6 +41,9 @@ pub struct ReportInput<'a> {
     pub system: &'a SystemInfo,
     /// Zero, one or two recordings (name, recording): with two, the diff table is included.
     pub recordings: &'a [(String, Recording)],
+    /// Entries of the known-issues base that match the machine and the findings of the
+    /// snapshot and the recordings.
+    pub related: &'a Assessment,
 }
 
 /// Renders the report.

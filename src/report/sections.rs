@@ -1,6 +1,7 @@
 //! The report's sections.
 
 use super::escape::{code, code_cell, fenced, text, visible};
+use super::related;
 use super::steps;
 use super::{ReportInput, Template};
 use crate::findings::Kind;
@@ -371,7 +372,11 @@ pub fn render(input: &ReportInput) -> String {
                 .map(|(k, v)| text(&format!("{k} {v}")))
                 .unwrap_or_else(|| NF.into())
         );
-        out.push_str("- [ ] I searched for similar issues (related: GSD-13038 peer-mirror pinning, GSD-13036 OUT_OF_RESOURCES at 4 GPUs)\n\n");
+        let _ = writeln!(
+            out,
+            "- [ ] I searched for similar issues ({})\n",
+            related::ids(input.related)
+        );
         out.push_str("## GPU hardware\n\n");
         out.push_str(&gpus(l));
         out.push_str("\n## DRI devices information\n\n");
@@ -420,6 +425,8 @@ pub fn render(input: &ReportInput) -> String {
         out.push_str("\n### Over time\n\n");
         out.push_str(&recordings(input));
     }
+    out.push_str("\n## Possibly related\n\n");
+    out.push_str(&related::related(input.related));
     let _ = writeln!(out, "\n## Expected behaviour\n\n{}\n", expected(input));
     out.push_str("## Steps to reproduce\n\n");
     out.push_str(&steps::steps(input.recordings));

@@ -79,6 +79,11 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
         "Bytes behind each current finding",
         bytes,
     );
+    reg.register(
+        "gpuledger_known_issue",
+        "One series per entry of the known-issues base that applies to this machine, value 1; severity is warning (versions and devices match) or critical (and its finding is present)",
+        known_issue_gauges(findings),
+    );
     let mut ts = SortedGauges::default();
     ts.set(Vec::new(), ledger.time_ms / 1000);
     reg.register(
@@ -255,6 +260,20 @@ fn finding_gauges(findings: &[Finding]) -> (SortedGauges, SortedGauges) {
         bytes.set(labels, f.bytes);
     }
     (count, bytes)
+}
+
+fn known_issue_gauges(findings: &[Finding]) -> SortedGauges {
+    let mut known = SortedGauges::default();
+    for f in findings {
+        if let Some(id) = &f.issue {
+            let labels = l(&[
+                ("issue", id.clone()),
+                ("severity", f.severity.as_str().into()),
+            ]);
+            known.set(labels, 1);
+        }
+    }
+    known
 }
 
 #[cfg(test)]

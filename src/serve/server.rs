@@ -4,6 +4,7 @@
 use super::connections::{self, ConnectionLimits};
 use super::metrics::{render_metrics, MetricsOptions};
 use crate::findings::{analyze, Thresholds};
+use crate::knowledge::KnownIssues;
 use crate::ledger::{Filter, Ledger};
 use crate::outputs::json;
 use crate::sampler::Sampler;
@@ -68,14 +69,26 @@ struct Latest {
     snapshot: String,
 }
 
+/// Samples and renders. The machine's known-issue facts (versions, devices) are gathered from
+/// the first sample only: package versions do not change under a running exporter.
 fn render(
     sampler: &mut Sampler,
     t: &Thresholds,
     m: &MetricsOptions,
     filter: &Filter,
+    known: &mut Option<KnownIssues>,
 ) -> Result<Latest, crate::sampler::SampleError> {
-    let whole = Ledger::from_snapshot(&sampler.sample()?);
-    let findings = filter.findings(&analyze(&whole, t));
+    let snap = sampler.sample()?;
+    if known.is_none() {
+        *known = KnownIssues::of_machine(sampler.root(), &snap).ok();
+    }
+    let whole = Ledger::from_snapshot(&snap);
+    let mut findings = analyze(&whole, t);
+    if let Some(k) = known {
+        k.extend(&mut findings);
+    }
+    // Findings on the whole machine first: a filter hides verdicts, never changes one.
+    let findings = filter.findings(&findings);
     let ledger = filter.ledger(&whole);
     Ok(Latest {
         metrics: render_metrics(&ledger, &findings, m),
@@ -103,11 +116,13 @@ pub fn serve(
     opts: ServeOptions,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
+    let mut known = None;
     let latest = Arc::new(RwLock::new(render(
         &mut sampler,
         &opts.thresholds,
         &opts.metrics,
         &opts.filter,
+        &mut known,
     )?));
     let writer = latest.clone();
     let (interval, t, m, f) = (
@@ -118,7 +133,7 @@ pub fn serve(
     );
     std::thread::spawn(move || loop {
         std::thread::sleep(interval);
-        if let Ok(l) = render(&mut sampler, &t, &m, &f) {
+        if let Ok(l) = render(&mut sampler, &t, &m, &f, &mut known) {
             *writer.write().unwrap_or_else(|e| e.into_inner()) = l;
         }
     });

@@ -349,6 +349,7 @@ mod tests {
             bytes_peak: 18 << 30,
             backing: Some(backing),
             message: "m".into(),
+            issue: None,
             first: 1,
             last: 5,
         }

@@ -2,6 +2,7 @@
 
 pub mod diff;
 mod job_end;
+mod job_set;
 mod patterns;
 pub mod project;
 mod shapes;
@@ -9,6 +10,7 @@ mod summary;
 pub mod view;
 
 pub use job_end::{JobEnd, KernelEvidence};
+pub use job_set::{JobSet, NodeFinding, NodeRun, RankPeak};
 pub use patterns::{analyze, TimelineFinding, TimelineKind};
 pub use shapes::tensor_shapes;
 pub use summary::{KernelLine, PeerHost, Registrations, RunSummary};

@@ -21,6 +21,8 @@ pub enum TimelineKind {
     ReleasedOnExit,
     /// A peer_mirror finding, with when it started and its peak.
     PeerMirror,
+    /// An entry of the known-issues base that matched while recording.
+    KnownIssue,
 }
 
 impl TimelineKind {
@@ -32,6 +34,7 @@ impl TimelineKind {
             TimelineKind::Leak => "leak",
             TimelineKind::ReleasedOnExit => "released_on_exit",
             TimelineKind::PeerMirror => "peer_mirror",
+            TimelineKind::KnownIssue => "known_issue",
         }
     }
 }
@@ -82,7 +85,33 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
             .filter(|f| f.kind == Kind::PeerMirror)
             .map(|f| peer_mirror(rec, f)),
     );
+    out.extend(
+        rec.findings
+            .iter()
+            .filter(|f| f.kind == Kind::KnownIssue)
+            .map(|f| known_issue(rec, f)),
+    );
     out
+}
+
+/// A recorded known issue: when it first and last matched, at its worst severity (a match
+/// turns critical once its finding appears, and that is what the recording proves).
+fn known_issue(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
+    TimelineFinding {
+        kind: TimelineKind::KnownIssue,
+        severity: f.worst_severity,
+        message: format!(
+            "from {:.1} s to {:.1} s: {}",
+            rec.t_s(f.first),
+            rec.t_s(f.last),
+            f.message
+        ),
+        pid: None,
+        rank: None,
+        device: None,
+        bytes: 0,
+        t_s: rec.t_s(f.first),
+    }
 }
 
 /// A recorded peer_mirror, with the severity of its peak (what a snapshot of that moment says);

@@ -1,0 +1,81 @@
+//! Known issues as findings: the base matched against one machine, once, and then against each
+//! sample's findings, so the snapshot, `serve`, `record` and `report` carry the same verdict.
+
+use super::base::{Base, KnowledgeError};
+use super::facts::Facts;
+use super::matcher::{assess, Assessment, Match};
+use crate::findings::{rank, Finding, Kind};
+use crate::root::Root;
+use crate::snapshot::Snapshot;
+use crate::sources::system_info;
+
+/// The base and the facts of one machine (versions, devices), waiting for findings.
+///
+/// The job's environment is not part of it: the machine's view is that every device is visible.
+/// `doctor -- CMD` reads a job's device masks.
+#[derive(Debug, Clone)]
+pub struct KnownIssues {
+    base: Base,
+    facts: Facts,
+}
+
+impl KnownIssues {
+    /// The embedded base and the facts of the machine behind `root` as `snap` saw it. Versions
+    /// come from `system_info` (package managers on the live machine, `var/lib/dpkg/status` in
+    /// a capture tree, `/sys/module/*/version`, NVML); a machine without GPUs is not asked.
+    pub fn of_machine(root: &Root, snap: &Snapshot) -> Result<KnownIssues, KnowledgeError> {
+        let base = Base::embedded()?;
+        let facts = if snap.devices.is_empty() && snap.nvml.is_empty() {
+            Facts::default()
+        } else {
+            let sys = system_info::gather(root, &[], &[]);
+            Facts::of_machine(&base, root, snap, &sys, Vec::new()).0
+        };
+        Ok(KnownIssues { base, facts })
+    }
+
+    /// The entries that apply, given the findings of a sample (their signatures make a match
+    /// critical). Known-issue findings among `found` are not signatures.
+    pub fn assess(&self, found: &[Finding]) -> Assessment {
+        let mut facts = self.facts.clone();
+        facts.findings = found
+            .iter()
+            .filter(|f| f.kind != Kind::KnownIssue)
+            .cloned()
+            .collect();
+        assess(&self.base, &facts)
+    }
+
+    /// Adds one `known_issue` finding per matching entry to `found` and re-ranks them.
+    pub fn extend(&self, found: &mut Vec<Finding>) {
+        let matches = self.assess(found).matches;
+        found.extend(matches.iter().map(finding));
+        rank(found);
+    }
+}
+
+/// A match as a finding: the entry, why it matches, the first workaround with its caveat and
+/// the first public report.
+pub fn finding(m: &Match) -> Finding {
+    let mut message = format!("{} ({}): {}", m.id, m.title, m.facts.join("; "));
+    if let Some(w) = m.workarounds.first() {
+        message.push_str(&format!("; workaround: {} ({})", w.what, w.caveat));
+    }
+    if let Some(link) = m.links.first() {
+        message.push_str(&format!("; see {link}"));
+    }
+    Finding {
+        kind: Kind::KnownIssue,
+        severity: m.severity,
+        message,
+        pid: None,
+        rank: None,
+        device: None,
+        peer: None,
+        bytes: 0,
+        ratio: None,
+        backing: None,
+        source: None,
+        issue: Some(m.id.clone()),
+    }
+}

@@ -1,0 +1,113 @@
+//! Several recordings of one job, one per node: `show` merges them by rank and node and names the
+//! worst node; `diff` compares two such sets.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// Records a simulated node (`ddp-peer-mirror` with `backing`) into `dir/NODE.ledger`.
+fn node(dir: &Path, work: &Path, name: &str, backing: &str) -> PathBuf {
+    let tree = work.join(format!("tree-{name}-{backing}"));
+    let t = tree.to_str().unwrap();
+    stdout_of(
+        &[
+            "simulate",
+            "ddp-peer-mirror",
+            "--backing",
+            backing,
+            "--out",
+            t,
+        ],
+        0,
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let ledger = dir.join(format!("{name}.ledger"));
+    let l = ledger.to_str().unwrap();
+    stdout_of(
+        &[
+            "--root",
+            t,
+            "record",
+            "--all",
+            "--duration",
+            "200ms",
+            "--interval",
+            "100ms",
+            "-o",
+            l,
+        ],
+        0,
+    );
+    ledger
+}
+
+#[test]
+fn show_merges_nodes_and_names_the_worst() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job-42");
+    node(&job, tmp.path(), "node-a", "deferred");
+    node(&job, tmp.path(), "node-b", "eager");
+    let j = job.to_str().unwrap();
+    let text = stdout_of(&["show", j], 0);
+    assert!(
+        text.starts_with("Job of 2 recordings (nodes node-a, node-b)"),
+        "{text}"
+    );
+    let worst = text.lines().find(|l| l.contains("worst node")).unwrap();
+    assert!(worst.contains("node-b: critical peer_mirror"), "{worst}");
+    assert!(
+        text.contains("CRITICAL  [node-b] peer_mirror"),
+        "findings carry their node: {text}"
+    );
+    assert!(text.contains("INFO      [node-a] peer_mirror"), "{text}");
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["show", j, "--json"], 0)).unwrap();
+    assert_eq!(doc["schema"], "gpuledger.show-job/1");
+    assert_eq!(doc["worst_node"], "node-b");
+    let peaks = doc["rank_peaks"].as_array().unwrap();
+    assert_eq!(peaks.len(), 4, "two ranks on each node: {peaks:?}");
+    let on_b: Vec<&serde_json::Value> = peaks.iter().filter(|p| p["node"] == "node-b").collect();
+    assert!(on_b
+        .iter()
+        .all(|p| p["peer_host"].as_u64().unwrap() > 16 << 30));
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 2);
+
+    // The same files named one by one read the same.
+    let a = job.join("node-a.ledger");
+    let b = job.join("node-b.ledger");
+    let again = stdout_of(&["show", a.to_str().unwrap(), b.to_str().unwrap()], 0);
+    assert_eq!(again, text);
+}
+
+#[test]
+fn diff_compares_two_sets_and_a_dir_without_recordings_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad");
+    let good = tmp.path().join("good");
+    for n in ["n1", "n2"] {
+        node(&bad, tmp.path(), n, "eager");
+        node(&good, tmp.path(), n, "deferred");
+    }
+    let (b, g) = (bad.to_str().unwrap(), good.to_str().unwrap());
+    let doc: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["diff", b, g, "--json"], 0)).unwrap();
+    assert_eq!(
+        doc["registrations"],
+        serde_json::json!(["pinned", "not_pinned"])
+    );
+    let mirrors = doc["peer_mirrors"][0].as_array().unwrap();
+    assert_eq!(mirrors.len(), 4, "both nodes' ranks");
+    assert!(mirrors
+        .iter()
+        .any(|m| m["device"].as_str().unwrap().starts_with("n2/")));
+    let text = stdout_of(&["diff", b, g], 0);
+    assert!(text.contains("A shows the peer-mirror pinning"), "{text}");
+
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = run(&["show", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("holds no *.ledger recordings"), "{err}");
+}
