@@ -31,6 +31,17 @@ pub struct Cli {
     #[arg(long = "threshold", global = true, value_name = "NAME=VALUE", value_parser = threshold)]
     pub thresholds: Vec<String>,
 
+    /// Colour severities in text output: auto = when stdout is a terminal, unless NO_COLOR is
+    /// set (non-empty); CLICOLOR_FORCE (non-empty, not 0) forces it. always/never override both.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub color: ColorArg,
+
     #[command(flatten)]
     pub snapshot: SnapshotArgs,
 
@@ -38,14 +49,106 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// When to colour text output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// When stdout is a terminal and NO_COLOR is unset (or CLICOLOR_FORCE is set).
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// `--pid` and `--device`: which processes and devices a view shows. Findings are computed on
+/// the whole machine (or recording) first; those about other pids and devices are then hidden,
+/// so a filter never changes a verdict.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FilterArgs {
+    /// Show only these pids (repeat, or comma-separate). A pid that holds no GPU memory or GPU fd
+    /// is an error (exit 1). Findings are judged on the whole machine, then those about other
+    /// pids and devices are hidden: a filter never changes a verdict.
+    #[arg(long = "pid", value_name = "PID", value_delimiter = ',')]
+    pub pids: Vec<u32>,
+    /// Show only these devices: a PCI slot (0000:03:00.0), a DRM minor (card1, renderD129) or an
+    /// index in the device table's order (0..N). No such device is an error (exit 1).
+    #[arg(
+        long = "device",
+        visible_alias = "id",
+        value_name = "ID",
+        value_delimiter = ','
+    )]
+    pub devices: Vec<String>,
+}
+
+/// Snapshot output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned tables for people.
+    Table,
+    /// The gpuledger.snapshot/1 document (JSON Lines with --loop).
+    Json,
+    /// One row per process × device × region, header first, bytes as integers (like
+    /// nvidia-smi --format=csv,nounits).
+    Csv,
+}
+
+/// Process orders for --sort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortArg {
+    /// Host-class (GTT/system) resident bytes, largest first.
+    Host,
+    /// Device-local (VRAM) resident bytes, largest first.
+    Local,
+    /// Pid.
+    Pid,
+    /// Rank, then pid (the default of the snapshot).
+    Rank,
+}
+
+impl SortArg {
+    /// The library's sort key.
+    pub fn key(self) -> gpuledger::ledger::SortKey {
+        use gpuledger::ledger::SortKey;
+        match self {
+            SortArg::Host => SortKey::Host,
+            SortArg::Local => SortKey::Local,
+            SortArg::Pid => SortKey::Pid,
+            SortArg::Rank => SortKey::Rank,
+        }
+    }
+}
+
 /// Options of the default snapshot command.
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
-    /// Print the gpuledger.snapshot/1 JSON document instead of tables.
-    #[arg(long)]
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table", value_name = "FORMAT")]
+    pub format: Format,
+
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
 
-    /// Exit with status 3 when a finding of this severity or worse exists.
+    /// Repeat the snapshot every INTERVAL (10ms or more) until interrupted, as nvidia-smi -l:
+    /// tables under a timestamp line, JSON as one compact document per line, CSV rows under one
+    /// header. Ctrl-C or a closed pipe ends it with status 0.
+    #[arg(short = 'l', long = "loop", value_name = "INTERVAL", value_parser = parse_interval)]
+    pub loop_interval: Option<Duration>,
+
+    /// With --loop: stop after N snapshots.
+    #[arg(long, value_name = "N", requires = "loop_interval", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+
+    /// Order of the process rows (table, JSON and CSV).
+    #[arg(long, value_enum, default_value = "rank", value_name = "KEY")]
+    pub sort: SortArg,
+
+    #[command(flatten)]
+    pub filter: FilterArgs,
+
+    /// Exit with status 3 when a finding of this severity or worse exists (among those shown,
+    /// with --pid/--device; in any snapshot, with --loop).
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
 
@@ -98,6 +201,8 @@ pub enum Command {
         /// Most per-process series; further processes are folded into pid="other".
         #[arg(long, default_value_t = 5000, value_name = "N")]
         max_series: usize,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Write a Markdown bug report: environment, GPUs, per-fd accounting, findings, and with
     /// recordings their peaks, timeline findings and (two recordings) the bad-vs-good table.
@@ -135,6 +240,11 @@ pub enum Command {
         /// Refresh interval (10ms or more).
         #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_interval)]
         interval: Duration,
+        /// First order of the process table (the s key cycles it).
+        #[arg(long, value_enum, default_value = "host", value_name = "KEY")]
+        sort: SortArg,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Project the pinned host RAM a job would need at N ranks if every rank's segments are
     /// mirrored on its peers, and say at which rank count it stops fitting on this machine.
@@ -197,6 +307,8 @@ pub enum Command {
         /// Print JSON (gpuledger.show/1).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Compare two recordings: the bad-vs-good table, and which run shows pinned peer mirrors.
     Diff {
@@ -216,7 +328,8 @@ pub enum Command {
         /// Output: FILE.tar.zst for an archive, or a directory for a plain tree.
         #[arg(short, long, default_value = "gpuledger-capture.tar.zst")]
         output: PathBuf,
-        /// Only these pids (default: every process holding GPU fds).
+        /// Only these pids (default: every process holding GPU fds). A capture is evidence: it
+        /// is never filtered by device, and --pid here chooses what is captured, not shown.
         #[arg(long = "pid", value_name = "PID")]
         pids: Vec<u32>,
         /// Overwrite an existing output file.

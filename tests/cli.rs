@@ -472,3 +472,79 @@ fn completions_and_man_page_come_from_the_command_line_definition() {
         "{text}"
     );
 }
+
+#[test]
+fn view_flags_good_and_bad_values() {
+    let seed = fixture("seed-2622");
+    let seed = seed.to_str().unwrap();
+    let with_root = |args: &[&'static str]| -> Vec<&str> {
+        let mut v = vec!["--root", seed];
+        v.extend_from_slice(args);
+        v
+    };
+    let good: [&[&str]; 12] = [
+        &["--format", "table"],
+        &["--format", "csv"],
+        &["--format", "json", "--sort", "pid"],
+        &["--json", "--sort", "local"],
+        &["-l", "10ms", "--count", "1"],
+        &["--loop", "1s", "--count", "1", "--format", "csv"],
+        &["--color", "never", "--sort", "host"],
+        &["--pid", "116400,116401"],
+        &["--device", "0000:03:00.0", "--device", "renderD129"],
+        &["--id", "1", "--pid", "116401"],
+        &["--color=always", "--sort", "rank"],
+        &["--explain", "leak", "--color", "auto"],
+    ];
+    for args in good {
+        let args = with_root(args);
+        let out = run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "gpuledger {args:?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let bad: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            with_root(&["--format", "xml"]),
+            2,
+            "possible values: table, json, csv",
+        ),
+        (
+            with_root(&["--json", "--format", "csv"]),
+            2,
+            "cannot be used with",
+        ),
+        (
+            with_root(&["--sort", "size"]),
+            2,
+            "possible values: host, local, pid, rank",
+        ),
+        (
+            with_root(&["--color", "sometimes"]),
+            2,
+            "possible values: auto, always, never",
+        ),
+        (with_root(&["-l", "0"]), 2, "10ms"),
+        (with_root(&["--loop", "5ms"]), 2, "10ms"),
+        (with_root(&["--loop", "soon"]), 2, "--loop"),
+        (with_root(&["--count", "3"]), 2, "--loop"),
+        (with_root(&["-l", "1s", "--count", "0"]), 2, "--count"),
+        (with_root(&["--pid", "abc"]), 2, "--pid"),
+        (with_root(&["--pid", "-3"]), 2, "unexpected argument"),
+        (with_root(&["--pid", "999999"]), 1, "no such process"),
+        (
+            with_root(&["--device", "card9"]),
+            1,
+            "matches none of the devices",
+        ),
+        (with_root(&["top", "--sort", "size"]), 2, "possible values"),
+        (with_root(&["serve", "--device", "9"]), 1, "matches none"),
+        (vec!["show", NO_ROOT, "--pid", "x"], 2, "--pid"),
+    ];
+    for (args, code, want) in &bad {
+        check(&[(args.as_slice(), *code, want)]);
+    }
+}

@@ -16,12 +16,14 @@ mod simulate;
 mod snapshot;
 mod top;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, ColorArg, Command};
 use anyhow::{Context, Result};
 use clap::CommandFactory;
 use gpuledger::findings::Thresholds;
+use gpuledger::outputs::text_table::Paint;
 use gpuledger::root::Root;
-use std::io::Write;
+use gpuledger::serve::MetricsOptions;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,6 +35,8 @@ pub struct Ctx {
     pub proc_dir: Option<PathBuf>,
     /// Finding thresholds with every `--threshold` applied.
     pub thresholds: Thresholds,
+    /// Whether text output is coloured (`--color`, NO_COLOR, CLICOLOR_FORCE, a terminal).
+    pub paint: Paint,
 }
 
 impl Ctx {
@@ -48,6 +52,9 @@ impl Ctx {
             root: cli.root.clone(),
             proc_dir: cli.proc_dir.clone(),
             thresholds,
+            paint: Paint {
+                color: wants_color(cli.color),
+            },
         })
     }
 
@@ -68,6 +75,29 @@ impl Ctx {
             .into());
         }
         Ok(root.with_proc(dir))
+    }
+}
+
+/// `--color`: always and never are final. auto: NO_COLOR (any non-empty value) disables;
+/// CLICOLOR_FORCE (non-empty and not `0`; anstyle-query alone would take `0` as forcing) forces;
+/// CLICOLOR=0 disables; else colour when stdout is a terminal whose TERM supports it.
+fn wants_color(arg: ColorArg) -> bool {
+    match arg {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => {
+            let forced =
+                std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0");
+            if anstyle_query::no_color() {
+                false
+            } else if forced {
+                true
+            } else if anstyle_query::clicolor() == Some(false) {
+                false
+            } else {
+                std::io::stdout().is_terminal() && anstyle_query::term_supports_color()
+            }
+        }
     }
 }
 
@@ -97,7 +127,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             interval,
             min_process_bytes,
             max_series,
-        }) => serve::run(&ctx, listen, interval, min_process_bytes, max_series),
+            filter,
+        }) => serve::run(
+            &ctx,
+            listen,
+            interval,
+            MetricsOptions {
+                min_process_bytes,
+                max_process_series: max_series,
+            },
+            &filter,
+        ),
         Some(Command::Report {
             recordings,
             output,
@@ -105,7 +145,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             redact,
         }) => report::run(&ctx, &recordings, output.as_deref(), template, redact, t),
         Some(Command::Plot { recordings, output }) => plot(&recordings, &output),
-        Some(Command::Top { interval }) => top::run(&ctx, interval),
+        Some(Command::Top {
+            interval,
+            sort,
+            filter,
+        }) => top::run(&ctx, interval, sort.key(), &filter),
         Some(Command::Project {
             ranks,
             from,
@@ -130,7 +174,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             &command,
             t,
         ),
-        Some(Command::Show { files, json }) => show::run(&files, json),
+        Some(Command::Show {
+            files,
+            json,
+            filter,
+        }) => show::run(&ctx, &files, json, &filter),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();

@@ -1,7 +1,9 @@
 //! `gpuledger serve`.
 
 use super::Ctx;
+use crate::cli::FilterArgs;
 use anyhow::Result;
+use gpuledger::ledger::{Filter, Ledger};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::serve::{serve, MetricsOptions, ServeOptions};
 use std::net::SocketAddr;
@@ -12,19 +14,25 @@ pub fn run(
     ctx: &Ctx,
     listen: SocketAddr,
     interval: Duration,
-    min_process_bytes: u64,
-    max_series: usize,
+    metrics: MetricsOptions,
+    filter: &FilterArgs,
 ) -> Result<ExitCode> {
-    let sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+    // The filter's pids and devices must exist when the exporter starts; later scrapes show
+    // whatever of them is still there.
+    let filter = if filter.pids.is_empty() && filter.devices.is_empty() {
+        Filter::default()
+    } else {
+        let first = Ledger::from_snapshot(&sampler.sample()?);
+        Filter::resolve(&first, &filter.pids, &filter.devices)?
+    };
     let opts = ServeOptions {
         listen,
         interval,
         thresholds: ctx.thresholds.clone(),
-        metrics: MetricsOptions {
-            min_process_bytes,
-            max_process_series: max_series,
-        },
+        metrics,
         connections: Default::default(),
+        filter,
     };
     serve(sampler, opts, |addr| {
         eprintln!("gpuledger serve: http://{addr}/metrics (also /healthz, /snapshot.json), sampling every {interval:?}");

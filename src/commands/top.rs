@@ -1,23 +1,39 @@
 //! `gpuledger top`.
 
 use super::{Ctx, UsageError};
+use crate::cli::FilterArgs;
 use anyhow::{Context, Result};
+use gpuledger::ledger::{Filter, Ledger, SortKey};
+use gpuledger::outputs::top::TopOptions;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub fn run(ctx: &Ctx, interval: Duration) -> Result<ExitCode> {
+pub fn run(ctx: &Ctx, interval: Duration, sort: SortKey, filter: &FilterArgs) -> Result<ExitCode> {
     // Checked before the terminal is touched: without one, raw mode fails half-way through setup.
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(UsageError(
             "top needs a terminal on stdin and stdout; for a log of snapshots use \
-             `gpuledger record --all --interval 1s`, or `gpuledger --json` for one snapshot"
+             `gpuledger --loop 1s` (JSON Lines with --format json), or \
+             `gpuledger record --all --interval 1s` for a recording"
                 .into(),
         )
         .into());
     }
-    let sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
-    gpuledger::outputs::top::run(sampler, interval, &ctx.thresholds).context("top")?;
+    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+    let filter = if filter.pids.is_empty() && filter.devices.is_empty() {
+        Filter::default()
+    } else {
+        let first = Ledger::from_snapshot(&sampler.sample()?);
+        Filter::resolve(&first, &filter.pids, &filter.devices)?
+    };
+    let opts = TopOptions {
+        interval,
+        sort,
+        filter,
+        color: ctx.paint.color,
+    };
+    gpuledger::outputs::top::run(sampler, &opts, &ctx.thresholds).context("top")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,8 +9,10 @@
 mod accelerators;
 mod host;
 mod integrated;
+mod view;
 
 pub use host::{DriverHeld, HeldCounter, HostTotals};
+pub use view::{Filter, FilterError, SortKey};
 
 use crate::snapshot::{ScanStats, Snapshot};
 use crate::sources::drm_devices::DeviceInfo;

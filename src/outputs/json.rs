@@ -103,7 +103,21 @@ pub fn rfc3339(time_ms: u64) -> String {
 
 /// Renders the snapshot document (pretty-printed, one trailing newline).
 pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
-    let doc = Doc {
+    let mut s =
+        serde_json::to_string_pretty(&doc(ledger, findings)).expect("plain data serialises");
+    s.push('\n');
+    s
+}
+
+/// Renders the snapshot document on one line (JSON Lines, for `--loop`), newline-terminated.
+pub fn render_line(ledger: &Ledger, findings: &[Finding]) -> String {
+    let mut s = serde_json::to_string(&doc(ledger, findings)).expect("plain data serialises");
+    s.push('\n');
+    s
+}
+
+fn doc<'a>(ledger: &'a Ledger, findings: &'a [Finding]) -> Doc<'a> {
+    Doc {
         schema: SCHEMA,
         time: rfc3339(ledger.time_ms),
         root: &ledger.root,
@@ -184,8 +198,5 @@ pub fn render(ledger: &Ledger, findings: &[Finding]) -> String {
             .collect(),
         dmem_capacity: &ledger.dmem_capacity,
         scan: &ledger.stats,
-    };
-    let mut s = serde_json::to_string_pretty(&doc).expect("plain data serialises");
-    s.push('\n');
-    s
+    }
 }

@@ -1,5 +1,6 @@
 //! Renderers. They format what the ledger and the findings hold and compute nothing new.
 
+pub mod csv;
 pub mod job_set;
 pub mod json;
 pub mod plot;

@@ -2,7 +2,7 @@
 //! [`RunSummary`]; nothing is recomputed here.
 
 use super::safe_text::display_safe;
-use super::text_table::{render, Align};
+use super::text_table::{render, severity_label, Align, Paint};
 use crate::ledger::DriverHeld;
 use crate::recording::RecordedFinding;
 use crate::timeline::{JobEnd, KernelLine, RunSummary, TimelineFinding};
@@ -126,8 +126,13 @@ fn peaks_table(s: &RunSummary) -> String {
     render("  ", &h, &rows)
 }
 
-/// Text summary.
+/// Text summary, without colour.
 pub fn render_text(name: &str, s: &RunSummary) -> String {
+    render_text_painted(name, s, Paint::PLAIN)
+}
+
+/// Text summary, timeline severities coloured when `paint` says so.
+pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
     let mut out = format!("Recording {name}\n");
     let _ = writeln!(out, "  command   {}", display_safe(&s.command.join(" ")));
     let _ = writeln!(
@@ -186,8 +191,8 @@ pub fn render_text(name: &str, s: &RunSummary) -> String {
     for f in &s.timeline {
         let _ = writeln!(
             out,
-            "  {:<8}  {} at {:.1} s: {}",
-            f.severity.as_str().to_uppercase(),
+            "  {}  {} at {:.1} s: {}",
+            severity_label(paint, f.severity),
             f.kind.as_str(),
             f.t_s,
             display_safe(&f.message)

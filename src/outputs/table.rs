@@ -1,7 +1,7 @@
 //! The default human output of a snapshot: host memory, devices, the per-process table, findings.
 
 use super::safe_text::display_safe;
-use super::text_table::{render, Align};
+use super::text_table::{render, severity_label, Align, Paint};
 use crate::findings::Finding;
 use crate::ledger::{DriverHeld, HostTotals, Ledger, MemClass};
 use crate::sources::drm_devices::DeviceInfo;
@@ -9,8 +9,13 @@ use crate::units::{human_bytes, human_opt};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// Renders the whole snapshot report.
+/// Renders the whole snapshot report, without colour.
 pub fn render_snapshot(ledger: &Ledger, findings: &[Finding]) -> String {
+    render_snapshot_painted(ledger, findings, Paint::PLAIN)
+}
+
+/// Renders the whole snapshot report, severities coloured when `paint` says so.
+pub fn render_snapshot_painted(ledger: &Ledger, findings: &[Finding], paint: Paint) -> String {
     let mut out = String::new();
     out.push_str(&host_section(ledger));
     out.push('\n');
@@ -19,7 +24,7 @@ pub fn render_snapshot(ledger: &Ledger, findings: &[Finding]) -> String {
     out.push_str(&process_section(ledger));
     out.push('\n');
     out.push_str(&jobs_section(ledger));
-    out.push_str(&findings_section(findings));
+    out.push_str(&findings_section(findings, paint));
     out.push_str(&scan_notes(ledger));
     if ledger.devices.is_empty() && ledger.clients.is_empty() && ledger.root == "/" {
         out.push_str("\nNo GPU on this machine: host memory above is still exact. `gpuledger demo` shows what\ngpuledger finds on a machine with the GSD-13038 peer-mirror regression (simulated, in seconds).\n");
@@ -264,7 +269,7 @@ fn jobs_section(l: &Ledger) -> String {
     format!("Jobs (cgroups)\n{}\n", render("  ", &headers, &rows))
 }
 
-fn findings_section(findings: &[Finding]) -> String {
+fn findings_section(findings: &[Finding], paint: Paint) -> String {
     if findings.is_empty() {
         return "Findings\n  none\n".into();
     }
@@ -272,8 +277,8 @@ fn findings_section(findings: &[Finding]) -> String {
     for f in findings {
         let _ = writeln!(
             s,
-            "  {:<8}  {}: {}",
-            f.severity.as_str().to_uppercase(),
+            "  {}  {}: {}",
+            severity_label(paint, f.severity),
             f.kind.as_str(),
             display_safe(&f.message)
         );

@@ -1,7 +1,53 @@
 //! Aligned plain-text columns.
 
 use super::safe_text::display_safe;
+use crate::findings::Severity;
+use anstyle::{AnsiColor, Style};
 use std::borrow::Cow;
+
+/// Whether text output is coloured (`--color`, `NO_COLOR`, `CLICOLOR_FORCE`, decided once by the
+/// binary). Colour only wraps text that is already padded, so columns line up either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Paint {
+    /// Emit ANSI colour sequences.
+    pub color: bool,
+}
+
+impl Paint {
+    /// No colour.
+    pub const PLAIN: Paint = Paint { color: false };
+
+    /// `text` in the colour of `severity`: critical red, warning yellow, info dim blue.
+    pub fn severity(self, severity: Severity, text: &str) -> String {
+        let style = match severity {
+            Severity::Critical => AnsiColor::Red.on_default().bold(),
+            Severity::Warning => AnsiColor::Yellow.on_default().bold(),
+            Severity::Info => AnsiColor::Blue.on_default().dimmed(),
+        };
+        self.styled(style, text)
+    }
+
+    /// `text` in bold (section headings).
+    pub fn heading(self, text: &str) -> String {
+        self.styled(Style::new().bold(), text)
+    }
+
+    fn styled(self, style: Style, text: &str) -> String {
+        if self.color {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// A severity as the text outputs print it: upper case, padded to 8 columns, then coloured.
+pub fn severity_label(paint: Paint, severity: Severity) -> String {
+    paint.severity(
+        severity,
+        &format!("{:<8}", severity.as_str().to_uppercase()),
+    )
+}
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +104,15 @@ pub fn render(indent: &str, headers: &[(&str, Align)], rows: &[Vec<String>]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn severities_are_coloured_only_when_asked() {
+        assert_eq!(severity_label(Paint::PLAIN, Severity::Info), "INFO    ");
+        let red = severity_label(Paint { color: true }, Severity::Critical);
+        assert_eq!(red, "\u{1b}[1m\u{1b}[31mCRITICAL\u{1b}[0m");
+        let yellow = severity_label(Paint { color: true }, Severity::Warning);
+        assert!(yellow.contains("\u{1b}[33mWARNING "), "{yellow:?}");
+    }
 
     #[test]
     fn aligns() {

@@ -1,11 +1,11 @@
 //! The HTTP side of `serve` (axum routes on hyper connections, a small tokio runtime): `/metrics`, `/healthz`,
-//! `/snapshot.json`.
+//! `/snapshot.json`, and `/` linking them.
 
 use super::connections::{self, ConnectionLimits};
 use super::metrics::{render_metrics, MetricsOptions};
 use crate::findings::{analyze, Thresholds};
 use crate::knowledge::KnownIssues;
-use crate::ledger::Ledger;
+use crate::ledger::{Filter, Ledger};
 use crate::outputs::json;
 use crate::sampler::Sampler;
 use axum::http::header;
@@ -30,6 +30,9 @@ pub struct ServeOptions {
     pub metrics: MetricsOptions,
     /// Timeouts and the connection cap.
     pub connections: ConnectionLimits,
+    /// `--pid`/`--device`: what /metrics and /snapshot.json show (findings are computed on the
+    /// whole machine first, so a filter never changes a verdict).
+    pub filter: Filter,
 }
 
 /// The exporter could not run.
@@ -51,6 +54,15 @@ pub enum ServeError {
     Sample(#[from] crate::sampler::SampleError),
 }
 
+/// `/`: what a person who opens the exporter in a browser needs, links to every endpoint.
+const INDEX: &str =
+    "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpuledger</title></head><body>\
+<h1>gpuledger exporter</h1><ul>\
+<li><a href=\"/metrics\">/metrics</a>: Prometheus / OpenMetrics</li>\
+<li><a href=\"/snapshot.json\">/snapshot.json</a>: the gpuledger.snapshot/1 document</li>\
+<li><a href=\"/healthz\">/healthz</a>: liveness</li>\
+</ul></body></html>\n";
+
 #[derive(Default)]
 struct Latest {
     metrics: String,
@@ -63,17 +75,21 @@ fn render(
     sampler: &mut Sampler,
     t: &Thresholds,
     m: &MetricsOptions,
+    filter: &Filter,
     known: &mut Option<KnownIssues>,
 ) -> Result<Latest, crate::sampler::SampleError> {
     let snap = sampler.sample()?;
     if known.is_none() {
         *known = KnownIssues::of_machine(sampler.root(), &snap).ok();
     }
-    let ledger = Ledger::from_snapshot(&snap);
-    let mut findings = analyze(&ledger, t);
+    let whole = Ledger::from_snapshot(&snap);
+    let mut findings = analyze(&whole, t);
     if let Some(k) = known {
         k.extend(&mut findings);
     }
+    // Findings on the whole machine first: a filter hides verdicts, never changes one.
+    let findings = filter.findings(&findings);
+    let ledger = filter.ledger(&whole);
     Ok(Latest {
         metrics: render_metrics(&ledger, &findings, m),
         snapshot: json::render(&ledger, &findings),
@@ -105,13 +121,19 @@ pub fn serve(
         &mut sampler,
         &opts.thresholds,
         &opts.metrics,
+        &opts.filter,
         &mut known,
     )?));
     let writer = latest.clone();
-    let (interval, t, m) = (opts.interval, opts.thresholds.clone(), opts.metrics);
+    let (interval, t, m, f) = (
+        opts.interval,
+        opts.thresholds.clone(),
+        opts.metrics,
+        opts.filter.clone(),
+    );
     std::thread::spawn(move || loop {
         std::thread::sleep(interval);
-        if let Ok(l) = render(&mut sampler, &t, &m, &mut known) {
+        if let Ok(l) = render(&mut sampler, &t, &m, &f, &mut known) {
             *writer.write().unwrap_or_else(|e| e.into_inner()) = l;
         }
     });
@@ -147,6 +169,7 @@ pub fn serve(
                         }
                     }),
                 )
+                .route("/", get(|| async { axum::response::Html(INDEX) }))
                 .route("/healthz", get(|| async { "ok\n" }))
                 .route(
                     "/snapshot.json",

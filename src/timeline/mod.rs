@@ -8,6 +8,7 @@ pub mod project;
 pub mod ranks;
 mod shapes;
 mod summary;
+pub mod view;
 
 pub use job_end::{JobEnd, KernelEvidence};
 pub use job_set::{JobSet, NodeFinding, NodeRun, RankPeak};

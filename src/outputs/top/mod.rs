@@ -4,43 +4,35 @@
 mod view;
 
 use crate::findings::{analyze, Finding, Thresholds};
-use crate::ledger::{Ledger, MemClass};
+use crate::ledger::{Filter, Ledger, MemClass};
 use crate::sampler::{SampleError, Sampler};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// How the process table is sorted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    /// Host-class bytes, largest first.
-    Host,
-    /// Device-local bytes, largest first.
-    Local,
-    /// Rank, then pid.
-    Rank,
-    /// Pid.
-    Pid,
+pub use crate::ledger::SortKey;
+
+/// The order the `s` key cycles through.
+fn next_sort(key: SortKey) -> SortKey {
+    match key {
+        SortKey::Host => SortKey::Local,
+        SortKey::Local => SortKey::Rank,
+        SortKey::Rank => SortKey::Pid,
+        SortKey::Pid => SortKey::Host,
+    }
 }
 
-impl SortKey {
-    fn next(self) -> SortKey {
-        match self {
-            SortKey::Host => SortKey::Local,
-            SortKey::Local => SortKey::Rank,
-            SortKey::Rank => SortKey::Pid,
-            SortKey::Pid => SortKey::Host,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            SortKey::Host => "host-class",
-            SortKey::Local => "device-local",
-            SortKey::Rank => "rank",
-            SortKey::Pid => "pid",
-        }
-    }
+/// How `top` runs.
+#[derive(Debug, Clone)]
+pub struct TopOptions {
+    /// Time between samples.
+    pub interval: Duration,
+    /// The first sort order.
+    pub sort: SortKey,
+    /// `--pid`/`--device`: what is shown (findings are computed on the whole machine first).
+    pub filter: Filter,
+    /// Whether to draw in colour (the binary's one `--color`/NO_COLOR/CLICOLOR_FORCE decision).
+    pub color: bool,
 }
 
 /// What the view shows.
@@ -65,15 +57,29 @@ fn totals(l: &Ledger) -> (u64, u64) {
     )
 }
 
+/// One sample: the shown ledger and the findings about it, computed on the whole machine.
+fn sample(
+    sampler: &mut Sampler,
+    filter: &Filter,
+    t: &Thresholds,
+) -> Result<(Ledger, Vec<Finding>), TopError> {
+    let whole = Ledger::from_snapshot(&sampler.sample()?);
+    let findings = filter.findings(&analyze(&whole, t));
+    Ok((filter.ledger(&whole), findings))
+}
+
 /// Runs the view until `q`, Esc or Ctrl-C.
-pub fn run(mut sampler: Sampler, interval: Duration, t: &Thresholds) -> Result<(), TopError> {
-    let first = Ledger::from_snapshot(&sampler.sample()?);
+pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<(), TopError> {
+    let (first, findings) = sample(&mut sampler, &opts.filter, t)?;
     let mut state = State {
-        findings: analyze(&first, t),
+        findings,
         history: VecDeque::from([totals(&first)]),
         ledger: first,
-        sort: SortKey::Host,
+        sort: opts.sort,
     };
+    let interval = opts.interval;
+    // crossterm reads NO_COLOR itself; the binary has already decided, with --color too.
+    ratatui::crossterm::style::force_color_output(opts.color);
     let mut terminal = ratatui::init();
     let result = (|| -> Result<(), TopError> {
         let mut next = Instant::now() + interval;
@@ -90,7 +96,7 @@ pub fn run(mut sampler: Sampler, interval: Duration, t: &Thresholds) -> Result<(
                             {
                                 return Ok(())
                             }
-                            KeyCode::Char('s') => state.sort = state.sort.next(),
+                            KeyCode::Char('s') => state.sort = next_sort(state.sort),
                             _ => {}
                         }
                     }
@@ -98,8 +104,8 @@ pub fn run(mut sampler: Sampler, interval: Duration, t: &Thresholds) -> Result<(
                 continue;
             }
             next = Instant::now() + interval;
-            let ledger = Ledger::from_snapshot(&sampler.sample()?);
-            state.findings = analyze(&ledger, t);
+            let (ledger, findings) = sample(&mut sampler, &opts.filter, t)?;
+            state.findings = findings;
             state.history.push_back(totals(&ledger));
             while state.history.len() > HISTORY {
                 state.history.pop_front();

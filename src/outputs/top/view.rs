@@ -1,13 +1,13 @@
 //! Drawing one frame of `top`.
 
 use super::{SortKey, State};
-use crate::findings::Severity;
+use crate::findings::{Finding, Severity};
 use crate::ledger::MemClass;
 use crate::outputs::safe_text::{display_safe, safe};
 use crate::outputs::table::driver_held_line;
 use crate::sources::drm_devices::DeviceInfo;
 use crate::units::human_bytes;
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Row, Sparkline, Table, Wrap};
@@ -55,6 +55,92 @@ fn device_line<'a>(d: &DeviceInfo, held: u64, dmem: &BTreeMap<String, u64>) -> L
             ),
             Span::raw(format!(" VRAM held {}", human_bytes(held))),
         ]),
+    }
+}
+
+fn finding_line(x: &Finding) -> Line<'static> {
+    let color = match x.severity {
+        Severity::Critical => Color::Red,
+        Severity::Warning => Color::Yellow,
+        Severity::Info => Color::Gray,
+    };
+    Line::from(vec![
+        Span::styled(
+            format!(
+                "{:<8} {}: ",
+                x.severity.as_str().to_uppercase(),
+                x.kind.as_str()
+            ),
+            Style::default().fg(color).add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(safe(&x.message)),
+    ])
+}
+
+/// Rows a line takes when wrapped at word boundaries to `width` columns (greedy, as the
+/// paragraph wraps; a word longer than a row is cut).
+fn wrapped_rows(line: &Line, width: usize) -> usize {
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let width = width.max(1);
+    let mut rows = 1;
+    let mut used = 0;
+    for word in text.split_whitespace() {
+        let w = word.chars().count();
+        let need = if used == 0 { w } else { used + 1 + w };
+        if need <= width {
+            used = need;
+        } else if w <= width {
+            rows += 1;
+            used = w;
+        } else {
+            rows += (used > 0) as usize + (w - 1) / width;
+            used = (w - 1) % width + 1;
+        }
+    }
+    rows
+}
+
+/// The findings, most severe first, each in rows of its own; when they do not all fit, the last
+/// row says how many more there are (the snapshot lists them all).
+fn findings_panel(f: &mut Frame, area: Rect, findings: &[Finding]) {
+    let block = Block::default().borders(Borders::ALL).title(" findings ");
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if findings.is_empty() {
+        f.render_widget(Paragraph::new("no findings"), inner);
+        return;
+    }
+    let bottom = inner.y + inner.height;
+    let mut y = inner.y;
+    for (i, x) in findings.iter().enumerate() {
+        let line = finding_line(x);
+        let need = wrapped_rows(&line, inner.width as usize) as u16;
+        let more_row = u16::from(i + 1 < findings.len());
+        let room = bottom.saturating_sub(y).saturating_sub(more_row);
+        // The first finding is drawn even when cut: an empty panel would hide the worst one.
+        let height = if need <= room || i == 0 {
+            need.min(room)
+        } else {
+            0
+        };
+        if height == 0 {
+            let more = Line::styled(
+                format!("+{} more (gpuledger lists them all)", findings.len() - i),
+                Style::default().add_modifier(Modifier::BOLD),
+            );
+            f.render_widget(
+                Paragraph::new(more),
+                Rect {
+                    y,
+                    height: 1,
+                    ..inner
+                },
+            );
+            return;
+        }
+        let rect = Rect { y, height, ..inner };
+        f.render_widget(Paragraph::new(line).wrap(Wrap { trim: true }), rect);
+        y += height;
     }
 }
 
@@ -145,6 +231,7 @@ pub fn draw(f: &mut Frame, s: &State) {
         SortKey::Rank => rows.sort_by_key(|r| (r.2.is_none(), r.2, r.3)),
         SortKey::Pid => rows.sort_by_key(|r| r.3),
     }
+    let sort_name = s.sort.name();
     let table = Table::new(
         rows.into_iter().map(|r| r.4),
         [
@@ -163,41 +250,11 @@ pub fn draw(f: &mut Frame, s: &State) {
     .block(
         Block::default()
             .borders(Borders::ALL)
-            .title(format!(" processes (sorted by {}) ", s.sort.name())),
+            .title(format!(" processes (sorted by {sort_name}) ")),
     );
     f.render_widget(table, areas[2]);
 
-    let items: Vec<Line> = if s.findings.is_empty() {
-        vec![Line::from("no findings")]
-    } else {
-        s.findings
-            .iter()
-            .map(|x| {
-                let color = match x.severity {
-                    Severity::Critical => Color::Red,
-                    Severity::Warning => Color::Yellow,
-                    Severity::Info => Color::Gray,
-                };
-                Line::from(vec![
-                    Span::styled(
-                        format!(
-                            "{:<8} {}: ",
-                            x.severity.as_str().to_uppercase(),
-                            x.kind.as_str()
-                        ),
-                        Style::default().fg(color).add_modifier(Modifier::BOLD),
-                    ),
-                    Span::raw(safe(&x.message)),
-                ])
-            })
-            .collect()
-    };
-    f.render_widget(
-        Paragraph::new(items)
-            .wrap(Wrap { trim: true })
-            .block(Block::default().borders(Borders::ALL).title(" findings ")),
-        areas[3],
-    );
+    findings_panel(f, areas[3], &s.findings);
 
     let halves = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
         .split(areas[4]);
@@ -329,6 +386,59 @@ mod tests {
         let row = device_row(&state, "0000:03:00.0");
         assert!(row.contains("no capacity"), "{row}");
         assert!(!row.contains('█') && !row.contains('░'), "{row}");
+    }
+
+    /// The screen's rows, as text.
+    fn screen(state: &State, width: u16, height: u16) -> Vec<String> {
+        let mut term = Terminal::new(TestBackend::new(width, height)).unwrap();
+        term.draw(|f| draw(f, state)).unwrap();
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn findings_that_do_not_fit_are_counted() {
+        let mut state = fixture_state("seed-2622");
+        let three = state.findings.clone();
+        assert_eq!(three.len(), 3);
+        let rows = screen(&state, 400, 40);
+        assert!(
+            !rows.iter().any(|r| r.contains(" more (gpuledger")),
+            "3 fit"
+        );
+        state.findings = three.iter().cycle().take(12).cloned().collect();
+        for width in [400, 120, 60] {
+            let rows = screen(&state, width, 40);
+            let starts = rows
+                .iter()
+                .filter(|r| r.trim_start_matches('│').starts_with("CRITICAL "))
+                .count();
+            let more = format!("+{} more (gpuledger lists them all)", 12 - starts);
+            assert!(
+                starts >= 1,
+                "width {width}: the worst finding is always drawn"
+            );
+            assert!(
+                rows.iter().any(|r| r.contains(&more)),
+                "width {width}: want {more:?} in\n{}",
+                rows.join("\n")
+            );
+        }
+    }
+
+    #[test]
+    fn wrapping_counts_rows_as_the_paragraph_does() {
+        let line = Line::from("aaa bbb ccc");
+        assert_eq!(wrapped_rows(&line, 11), 1);
+        assert_eq!(wrapped_rows(&line, 7), 2);
+        assert_eq!(wrapped_rows(&line, 3), 3);
+        assert_eq!(wrapped_rows(&Line::from("abcdefgh"), 3), 3);
     }
 
     #[test]
