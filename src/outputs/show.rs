@@ -143,6 +143,10 @@ pub fn render_text(name: &str, s: &RunSummary) -> String {
     if let Some(note) = &s.note {
         let _ = writeln!(out, "  note      {}", display_safe(note));
     }
+    if !s.labels.is_empty() {
+        let l: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "  labels    {}", display_safe(&l.join(" ")));
+    }
     let ranks: Vec<String> = s
         .ranks
         .iter()
