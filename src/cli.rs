@@ -294,6 +294,10 @@ pub struct RecordArgs {
     pub all: bool,
     #[command(flatten)]
     pub job: JobArgs,
+    /// A label for the recording's `meta` (with --all, --cgroup or --slurm-job), e.g.
+    /// --label slurm_job=42; repeatable; overrides a label gpuledger found itself.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label, conflicts_with_all = ["pids", "command"])]
+    pub labels: Vec<(String, String)>,
     /// Stop after this long (with --pid, --all or a job; a command is recorded until it exits).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -315,6 +319,15 @@ pub struct JobArgs {
     /// the job to appear (a prolog runs before it does).
     #[arg(long, value_name = "ID", value_parser = slurm_job_id)]
     pub slurm_job: Option<String>,
+}
+
+fn label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!("{s:?} is not KEY=VALUE with a KEY of letters, digits and _")),
+    }
 }
 
 fn slurm_job_id(s: &str) -> Result<String, String> {

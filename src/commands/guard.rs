@@ -73,21 +73,21 @@ fn follow(root: &Root, args: &GuardArgs) -> Result<Option<(Follow, Target)>> {
     let Some(job) = super::record::job_target(root, &args.job, args.interval, &never)? else {
         return Ok(None);
     };
-    if !matches!(job.follow, Follow::Cgroup(_)) {
+    let Some(follow @ Follow::Cgroup(_)) = job.follow else {
         bail!(
             "guard follows a Slurm job through its cgroup, and job {} has none \
              (ProctrackType=proctrack/cgroup makes one); guard its processes with --pid",
             args.job.slurm_job.as_deref().unwrap_or("?")
         );
-    }
+    };
     let mut target = Target::default();
-    for p in job.follow.members(root).map(|m| m.pids).unwrap_or_default() {
+    for p in follow.members(root).map(|m| m.pids).unwrap_or_default() {
         target.add(p);
     }
     if !target.alive() {
-        bail!("{} has no processes to guard", job.follow.describe());
+        bail!("{} has no processes to guard", follow.describe());
     }
-    Ok(Some((job.follow, target)))
+    Ok(Some((follow, target)))
 }
 
 /// Starts the job (in a cgroup of its own when one can be made), or holds the `--pid`s.

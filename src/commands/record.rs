@@ -45,7 +45,15 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
             signal_hook::flag::register(sig, stop.clone())?;
         }
         match job_target(&root, &args.job, args.interval, &stop)? {
-            Some(j) => Some(j),
+            Some(mut j) => {
+                j.labels.extend(args.labels.iter().cloned());
+                Some(j)
+            }
+            None if args.all && !args.labels.is_empty() => Some(JobTarget {
+                follow: None,
+                command: vec!["--all".into()],
+                labels: args.labels.iter().cloned().collect(),
+            }),
             // Stopped while waiting for the job: nothing was recorded.
             None if stop.load(Ordering::SeqCst) => return Ok(ExitCode::SUCCESS),
             None => None,
@@ -142,7 +150,7 @@ pub(super) fn job_target(
     };
     labels.insert("followed".into(), follow.describe());
     Ok(Some(JobTarget {
-        follow,
+        follow: Some(follow),
         command,
         labels,
     }))

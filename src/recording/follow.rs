@@ -15,8 +15,8 @@ pub const LABEL_PREFIX: &str = "label.";
 /// A job to follow, with the labels known before it starts (job id, node, partition, user).
 #[derive(Debug, Clone)]
 pub struct JobTarget {
-    /// Its processes.
-    pub follow: Follow,
+    /// Its processes; `None` for every process (`record --all --label …`).
+    pub follow: Option<Follow>,
     /// The command line to record (`--slurm-job 42`).
     pub command: Vec<String>,
     /// Labels by name (`slurm_job`, `node`, `partition`, `user`, `cgroup`).
@@ -52,7 +52,10 @@ impl Follower {
         root: &Root,
         rec: &mut Recorder,
     ) -> Result<Option<Scope>, RecordingError> {
-        let Some(m) = self.target.follow.members(root) else {
+        let Some(follow) = &self.target.follow else {
+            return Ok(Some(Scope::All));
+        };
+        let Some(m) = follow.members(root) else {
             rec.set_meta("note", "job ended: its cgroup was removed")?;
             return Ok(None);
         };
