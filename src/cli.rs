@@ -323,10 +323,14 @@ pub struct JobArgs {
 
 fn label(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+        Some((k, v))
+            if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
             Ok((k.to_string(), v.to_string()))
         }
-        _ => Err(format!("{s:?} is not KEY=VALUE with a KEY of letters, digits and _")),
+        _ => Err(format!(
+            "{s:?} is not KEY=VALUE with a KEY of letters, digits and _"
+        )),
     }
 }
 
@@ -334,7 +338,9 @@ fn slurm_job_id(s: &str) -> Result<String, String> {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) {
         Ok(s.to_string())
     } else {
-        Err(format!("{s:?} is not a Slurm job id (digits, as in $SLURM_JOB_ID)"))
+        Err(format!(
+            "{s:?} is not a Slurm job id (digits, as in $SLURM_JOB_ID)"
+        ))
     }
 }
 

@@ -28,7 +28,10 @@ impl TestCgroup {
         };
         let dir = mount.join(format!("gpuledger-test-{name}-{}", std::process::id()));
         if let Err(e) = std::fs::create_dir(&dir) {
-            eprintln!("skipped: cgroup v2 at {} is not writable: {e}", mount.display());
+            eprintln!(
+                "skipped: cgroup v2 at {} is not writable: {e}",
+                mount.display()
+            );
             return None;
         }
         Some(TestCgroup { dir, mount })
@@ -51,7 +54,10 @@ impl TestCgroup {
             .unwrap()
             .contains(&child.id().to_string())
         {
-            assert!(Instant::now() < deadline, "the child never joined {procs:?}");
+            assert!(
+                Instant::now() < deadline,
+                "the child never joined {procs:?}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         child
@@ -129,7 +135,11 @@ fn follows_processes_into_child_cgroups_and_ends_when_the_last_one_leaves() {
     let start = Instant::now();
     let out = wait_for(record, Duration::from_secs(20));
     let (_, _) = (first.wait().unwrap(), late.wait().unwrap());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         start.elapsed() >= Duration::from_millis(1500),
         "record ended after {:?}, before the late process left",
@@ -168,7 +178,11 @@ fn a_removed_cgroup_ends_the_run_and_sigterm_leaves_a_complete_recording() {
     std::thread::sleep(Duration::from_millis(500));
     std::fs::remove_dir(cg.dir.join("empty")).unwrap();
     let out = wait_for(waiting, Duration::from_secs(10));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(meta(&removed)["note"], "job ended: its cgroup was removed");
 
     let stopped = tmp.path().join("stopped.ledger");
@@ -181,9 +195,16 @@ fn a_removed_cgroup_ends_the_run_and_sigterm_leaves_a_complete_recording() {
     let out = wait_for(running, Duration::from_secs(10));
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let m = meta(&stopped);
-    assert!(m.contains_key("ended_ms") && !m.contains_key("note"), "{m:?}");
+    assert!(
+        m.contains_key("ended_ms") && !m.contains_key("note"),
+        "{m:?}"
+    );
 }
 
 #[test]
@@ -208,20 +229,33 @@ fn slurm_job_finds_the_job_cgroup_and_labels_the_recording() {
         .unwrap();
     let out = wait_for(record, Duration::from_secs(20));
     task.wait().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let m = meta(&ledger);
     assert_eq!(m["label.slurm_job"], job);
     assert_eq!(m["label.slurm_steps"], "batch");
     assert_eq!(m["label.user"], "alice");
     assert_eq!(m["label.partition"], "gpu");
-    assert!(m["label.followed"].ends_with(&format!("job_{job}")), "{m:?}");
+    assert!(
+        m["label.followed"].ends_with(&format!("job_{job}")),
+        "{m:?}"
+    );
     assert!(!m["label.node"].is_empty());
     assert_eq!(m["command"], format!("[\"--slurm-job\",\"{job}\"]"));
 }
 
 #[test]
 fn a_missing_cgroup_or_job_is_a_clear_error() {
-    let out = run(&["record", "--cgroup", "/no/such/gpuledger-cgroup", "-o", "/tmp/x"]);
+    let out = run(&[
+        "record",
+        "--cgroup",
+        "/no/such/gpuledger-cgroup",
+        "-o",
+        "/tmp/x",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -232,4 +266,35 @@ fn a_missing_cgroup_or_job_is_a_clear_error() {
     let out = run(&["record", "--slurm-job", "12x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a Slurm job id"));
+}
+
+#[test]
+fn guard_follows_the_cgroup_and_stops_every_member() {
+    let Some(cg) = TestCgroup::make("guard") else {
+        return;
+    };
+    let mut a = cg.spawn("", "30");
+    let mut b = cg.spawn("step_0/user/task_0", "30");
+    // A floor of 100 % of MemTotal is crossed at the first sample.
+    let out = run(&[
+        "guard",
+        "--min-available",
+        "100%",
+        "--interval",
+        "100ms",
+        "--grace",
+        "2s",
+        "--cgroup",
+        &cg.proc_path(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("sending SIGTERM to the job"), "{err}");
+    for child in [&mut a, &mut b] {
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(15)
+        );
+    }
 }

@@ -9,9 +9,9 @@ use gpuledger::recording::run::{record, RunOptions, Target};
 use gpuledger::root::Root;
 use gpuledger::sources::cgroup::labels;
 use gpuledger::sources::cgroup_procs::{find_slurm_job, resolve_cgroup, Follow, FollowError};
-use std::collections::BTreeMap;
 use gpuledger::timeline::RunSummary;
 use gpuledger::units::human_bytes;
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -127,7 +127,10 @@ pub(super) fn job_target(
             let dir = resolve_cgroup(root, path)?;
             let from_path = labels_of(&dir);
             labels.extend(from_path);
-            (Follow::Cgroup(dir), vec!["--cgroup".to_string(), path.clone()])
+            (
+                Follow::Cgroup(dir),
+                vec!["--cgroup".to_string(), path.clone()],
+            )
         }
         (None, Some(id)) => {
             let Some(follow) = wait_for_slurm_job(root, id, poll, stop)? else {
@@ -136,7 +139,10 @@ pub(super) fn job_target(
             labels.insert("slurm_job".into(), id.clone());
             // The prolog's environment describes this job only when it is this job's.
             if std::env::var("SLURM_JOB_ID").is_ok_and(|j| &j == id) {
-                for (var, label) in [("SLURM_JOB_USER", "user"), ("SLURM_JOB_PARTITION", "partition")] {
+                for (var, label) in [
+                    ("SLURM_JOB_USER", "user"),
+                    ("SLURM_JOB_PARTITION", "partition"),
+                ] {
                     if let Ok(v) = std::env::var(var).map(|v| v.trim().to_string()) {
                         if !v.is_empty() {
                             labels.insert(label.to_string(), v);
@@ -159,10 +165,14 @@ pub(super) fn job_target(
 /// Pod, container and Slurm job read from the cgroup's path.
 fn labels_of(dir: &str) -> BTreeMap<String, String> {
     let l = labels(dir, None);
-    [("pod", l.pod), ("container", l.container), ("slurm_job", l.job)]
-        .into_iter()
-        .filter_map(|(k, v)| Some((k.to_string(), v?)))
-        .collect()
+    [
+        ("pod", l.pod),
+        ("container", l.container),
+        ("slurm_job", l.job),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| Some((k.to_string(), v?)))
+    .collect()
 }
 
 /// Finds the Slurm job, retrying every `poll` for [`SLURM_WAIT`]; `None` when stopped first.

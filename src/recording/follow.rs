@@ -34,7 +34,10 @@ pub(super) struct Follower {
 
 impl Follower {
     /// Writes the known labels.
-    pub(super) fn start(target: &JobTarget, rec: &mut Recorder) -> Result<Follower, RecordingError> {
+    pub(super) fn start(
+        target: &JobTarget,
+        rec: &mut Recorder,
+    ) -> Result<Follower, RecordingError> {
         for (k, v) in &target.labels {
             rec.set_meta(&format!("{LABEL_PREFIX}{k}"), v)?;
         }
@@ -93,6 +96,10 @@ fn job_user(root: &Root, pids: &BTreeSet<u32>) -> Option<String> {
         .iter()
         .filter_map(|&p| proc_pid::read_status(root, p).ok()?.uid)
         .collect();
-    let uid = uids.iter().copied().find(|&u| u != 0).or(uids.first().copied())?;
+    let uid = uids
+        .iter()
+        .copied()
+        .find(|&u| u != 0)
+        .or(uids.first().copied())?;
     Some(user_name(root, uid).unwrap_or_else(|| uid.to_string()))
 }

@@ -108,8 +108,7 @@ impl Follow {
 /// `/sys/fs/cgroup/unified`).
 pub fn resolve_cgroup(root: &Root, path: &str) -> Result<String, FollowError> {
     let trimmed = path.trim_matches('/');
-    let candidates: Vec<String> = if trimmed == CGROUP_FS || trimmed.starts_with("sys/fs/cgroup/")
-    {
+    let candidates: Vec<String> = if trimmed == CGROUP_FS || trimmed.starts_with("sys/fs/cgroup/") {
         vec![trimmed.to_string()]
     } else {
         [CGROUP_FS, "sys/fs/cgroup/unified"]
@@ -166,8 +165,8 @@ fn child_dirs(root: &Root, dir: &str) -> Vec<String> {
         .collect()
 }
 
-/// Finds Slurm job `job`: its cgroup (a v2 one, with `cgroup.controllers`, before a v1 one), else
-/// its slurmstepd processes.
+/// Finds Slurm job `job`: its cgroup (a v2 one, with `cgroup.controllers`, before v1's freezer
+/// one, before any other), else its slurmstepd processes.
 pub fn find_slurm_job(root: &Root, job: &str) -> Result<Follow, FollowError> {
     let name = format!("job_{job}");
     let mut found: Vec<String> = Vec::new();
@@ -186,10 +185,12 @@ pub fn find_slurm_job(root: &Root, job: &str) -> Result<Follow, FollowError> {
             }
         }
     }
+    // proctrack/cgroup tracks v1 jobs in the freezer hierarchy; the others may lack processes.
     let v2 = found
         .iter()
         .find(|d| root.read_string(format!("{d}/cgroup.controllers")).is_ok());
-    if let Some(d) = v2.or(found.first()) {
+    let freezer = found.iter().find(|d| d.contains("/freezer/"));
+    if let Some(d) = v2.or(freezer).or(found.first()) {
         return Ok(Follow::Cgroup(d.clone()));
     }
     if !slurm_stepds(root, job).is_empty() {
@@ -265,7 +266,10 @@ mod tests {
             (&format!("{job}/step_0/cgroup.procs"), ""),
             (&format!("{job}/step_0/slurm/cgroup.procs"), "100\n"),
             (&format!("{job}/step_0/user/cgroup.procs"), ""),
-            (&format!("{job}/step_0/user/task_0/cgroup.procs"), "101\n102\n"),
+            (
+                &format!("{job}/step_0/user/task_0/cgroup.procs"),
+                "101\n102\n",
+            ),
             (&format!("{job}/step_batch/cgroup.procs"), ""),
             (&format!("{job}/step_batch/user/cgroup.procs"), ""),
             (&format!("{job}/step_batch/user/task_0/cgroup.procs"), "7\n"),
@@ -276,6 +280,17 @@ mod tests {
         let m = follow.members(&root).expect("members");
         assert_eq!(m.pids, [7, 100, 101, 102].into());
         assert_eq!(m.steps, ["0".to_string(), "batch".to_string()].into());
+        let (_d1, v1) = tree(&[
+            ("sys/fs/cgroup/cpuset/slurm/uid_0/job_5/cgroup.procs", ""),
+            (
+                "sys/fs/cgroup/freezer/slurm/uid_0/job_5/cgroup.procs",
+                "9\n",
+            ),
+        ]);
+        assert_eq!(
+            find_slurm_job(&v1, "5").expect("v1"),
+            Follow::Cgroup("sys/fs/cgroup/freezer/slurm/uid_0/job_5".into())
+        );
         assert!(matches!(
             find_slurm_job(&root, "4"),
             Err(FollowError::NoSlurmJob { .. })
@@ -299,11 +314,15 @@ mod tests {
 
     #[test]
     fn stepd_titles_passwd_and_procs() {
-        assert_eq!(stepd_step("slurmstepd: [12.batch]", "12").as_deref(), Some("batch"));
+        assert_eq!(
+            stepd_step("slurmstepd: [12.batch]", "12").as_deref(),
+            Some("batch")
+        );
         assert_eq!(stepd_step("slurmstepd: [12.0]", "1"), None);
         assert_eq!(stepd_step("slurmstepd: [12]", "12"), None);
         assert_eq!(stepd_step("slurmd", "12"), None);
-        let passwd = "root:x:0:0:root:/root:/bin/bash\nbad line\nalice:x:1000:1000::/home/a:/bin/sh\n";
+        let passwd =
+            "root:x:0:0:root:/root:/bin/bash\nbad line\nalice:x:1000:1000::/home/a:/bin/sh\n";
         assert_eq!(passwd_name(passwd, 1000).as_deref(), Some("alice"));
         assert_eq!(passwd_name(passwd, 7), None);
         assert_eq!(parse_procs("1\n\n 2\nx\n"), [1, 2].into());
