@@ -9,8 +9,9 @@
 # Asserts for each: the recording in the spool with its labels (job id, user, node), the summary
 # in the job's working directory, and for job 2 the verdict in its AdminComment (set by the
 # watcher while the job runs: Slurm 22.05 refuses updates once the job has finished).
-# Needs root. Slurm tracks processes with proctrack/linuxproc and TaskPlugin=task/none: CI
-# containers rarely give slurmd a cgroup v2 hierarchy with controllers it can delegate.
+# Needs root. Slurm tracks jobs with proctrack/cgroup where slurmd can make cgroups (here: a
+# hybrid cgroup v1 host, the freezer hierarchy; cgroup/v2 refuses hybrid mounts), else with
+# proctrack/linuxproc; TaskPlugin=task/none either way. The script says which it used.
 # Usage: deploy/slurm/ci-test.sh [path/to/gpuledger]   (default: target/debug/gpuledger)
 set -eu
 
@@ -70,7 +71,9 @@ EOF
     chmod 0755 "$T/etc/$kind"
 done
 export SLURM_CONF="$T/etc/slurm.conf"
-cat >"$SLURM_CONF" <<EOF
+# $1: the ProctrackType; $2: cgroup.conf's lines, for proctrack/cgroup.
+write_conf() {
+    cat >"$SLURM_CONF" <<EOF
 ClusterName=gpuledger-ci
 SlurmctldHost=$node
 SlurmUser=root
@@ -86,7 +89,7 @@ SlurmctldPidFile=$T/slurmctld.pid
 SlurmdPidFile=$T/slurmd.pid
 SlurmctldLogFile=$T/log/slurmctld.log
 SlurmdLogFile=$T/log/slurmd.log
-ProctrackType=proctrack/linuxproc
+ProctrackType=$1
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -102,6 +105,8 @@ MailProg=/bin/true
 NodeName=$node CPUs=$(nproc) State=UNKNOWN
 PartitionName=ci Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+    printf '%s\n' "${2:-}" >"$T/etc/cgroup.conf"
+}
 gl_config() {
     cat >"$T/etc/gpuledger-slurm" <<EOF
 GPULEDGER=$T/bin/gpuledger
@@ -113,14 +118,47 @@ EOF
 }
 gl_config ""
 
-slurmctld -c || fail "slurmctld did not start"
-slurmd -N "$node" || fail "slurmd did not start"
-i=0
-until sinfo -h -o %t 2>/dev/null | grep -qx idle; do
-    i=$((i + 1))
-    [ "$i" -lt 60 ] || fail "the node never became idle: $(sinfo 2>&1)"
-    sleep 0.5
-done
+stop_daemons() {
+    for f in "$T/slurmd.pid" "$T/slurmctld.pid"; do
+        [ -f "$f" ] || continue
+        pid=$(cat "$f")
+        kill "$pid" 2>/dev/null
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        rm -f "$f"
+    done
+}
+
+# Starts slurmctld and slurmd and waits for the node to be idle; stops them and fails otherwise.
+start_slurm() {
+    if slurmctld -c && slurmd -N "$node"; then
+        i=0
+        until sinfo -h -o %t 2>/dev/null | grep -qx idle; do
+            i=$((i + 1))
+            [ "$i" -lt 40 ] || break
+            sleep 0.5
+        done
+        sinfo -h -o %t 2>/dev/null | grep -qx idle && return 0
+    fi
+    stop_daemons
+    return 1
+}
+
+# Slurm tracks the job in a cgroup where slurmd can make one (cgroup/v2 needs a pure cgroup2
+# /sys/fs/cgroup, cgroup/v1 the freezer hierarchy), else by process tree (linuxproc).
+if grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts; then
+    cgroup_conf=$(printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes')
+else
+    cgroup_conf=CgroupPlugin=cgroup/v1
+fi
+mode="proctrack/cgroup, $cgroup_conf"
+write_conf proctrack/cgroup "$cgroup_conf"
+if ! start_slurm; then
+    mode=proctrack/linuxproc
+    write_conf proctrack/linuxproc
+    start_slurm || fail "slurmctld and slurmd did not start"
+fi
+echo "slurm ci-test: Slurm tracks jobs with $mode"
 
 # Submits a job as nobody from $T/work and waits until it and its epilog are done.
 run_job() {
@@ -153,6 +191,10 @@ check_recording() {
 
 job=$(run_job 'for i in 1 2 3; do head -c 20000000 /dev/zero | sha256sum >/dev/null; sleep 0.5; done')
 check_recording "$job"
+case $mode in
+    proctrack/cgroup*) grep -q "followed=/sys/fs/cgroup/.*/job_$job" "$T/work/gpuledger-$job.txt" ||
+        fail "job $job: not followed through its cgroup: $(grep labels "$T/work/gpuledger-$job.txt")" ;;
+esac
 grep -q 'steps *batch\|slurm_steps=batch' "$T/work/gpuledger-$job.txt" ||
     fail "job $job: the batch step is not in the labels: $(cat "$T/work/gpuledger-$job.txt")"
 
