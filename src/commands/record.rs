@@ -40,38 +40,9 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
     };
     let stop = Arc::new(AtomicBool::new(false));
     let root = ctx.open_root()?;
-    let job = if args.command.is_empty() {
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, stop.clone())?;
-        }
-        match job_target(&root, &args.job, args.interval, &stop)? {
-            Some(mut j) => {
-                j.labels.extend(args.labels.iter().cloned());
-                Some(j)
-            }
-            None if args.all && !args.labels.is_empty() => Some(JobTarget {
-                follow: None,
-                command: vec!["--all".into()],
-                labels: args.labels.iter().cloned().collect(),
-            }),
-            // Stopped while waiting for the job: nothing was recorded.
-            None if stop.load(Ordering::SeqCst) => return Ok(ExitCode::SUCCESS),
-            None => None,
-        }
-    } else {
-        None
-    };
-    let target = if let Some(j) = job {
-        Target::Job(j)
-    } else if !args.command.is_empty() {
-        Target::Command {
-            argv: args.command.clone(),
-            env: Vec::new(),
-        }
-    } else if !args.pids.is_empty() {
-        Target::Pids(args.pids.clone())
-    } else {
-        Target::All
+    let Some(target) = target(&root, args, &stop)? else {
+        // Stopped while waiting for the Slurm job: nothing was recorded.
+        return Ok(ExitCode::SUCCESS);
     };
     let output = args.output.clone().unwrap_or_else(default_output);
     let tty = std::io::stderr().is_terminal();
@@ -107,6 +78,35 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
     Ok(match end.job {
         Some(e) => ExitCode::from(e.exit_code()),
         None => ExitCode::SUCCESS,
+    })
+}
+
+/// What to record; `None` when SIGINT or SIGTERM came while waiting for the Slurm job. The
+/// signals stop an attached recording (a started command gets them forwarded instead).
+fn target(root: &Root, args: &RecordArgs, stop: &Arc<AtomicBool>) -> Result<Option<Target>> {
+    if !args.command.is_empty() {
+        return Ok(Some(Target::Command {
+            argv: args.command.clone(),
+            env: Vec::new(),
+        }));
+    }
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let labels = || args.labels.iter().cloned();
+    Ok(match job_target(root, &args.job, args.interval, stop)? {
+        Some(mut j) => {
+            j.labels.extend(labels());
+            Some(Target::Job(j))
+        }
+        None if stop.load(Ordering::SeqCst) => None,
+        None if args.all && !args.labels.is_empty() => Some(Target::Job(JobTarget {
+            follow: None,
+            command: vec!["--all".into()],
+            labels: labels().collect(),
+        })),
+        None if !args.pids.is_empty() => Some(Target::Pids(args.pids.clone())),
+        None => Some(Target::All),
     })
 }
 
