@@ -5,7 +5,7 @@
 use super::{Recorder, RecordingError};
 use crate::root::Root;
 use crate::sampler::Scope;
-use crate::sources::cgroup_procs::{user_name, Follow};
+use crate::sources::cgroup_procs::{user_name, Follow, Members};
 use crate::sources::proc_pid;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,7 +64,8 @@ impl Follower {
         };
         if m.pids.is_empty() {
             if !self.seen {
-                return Ok(Some(Scope::Pids(BTreeSet::new())));
+                // A tree scope from the first sample on, so the sampler reads every parent pid.
+                return Ok(Some(scope(m)));
             }
             rec.set_meta("note", "job ended: its last process left")?;
             return Ok(None);
@@ -81,11 +82,15 @@ impl Follower {
                 self.target.labels.insert("user".into(), user);
             }
         }
-        Ok(Some(if m.descendants {
-            Scope::Tree(m.pids)
-        } else {
-            Scope::Pids(m.pids)
-        }))
+        Ok(Some(scope(m)))
+    }
+}
+
+fn scope(m: Members) -> Scope {
+    if m.descendants {
+        Scope::Tree(m.pids)
+    } else {
+        Scope::Pids(m.pids)
     }
 }
 

