@@ -298,3 +298,55 @@ fn guard_follows_the_cgroup_and_stops_every_member() {
         );
     }
 }
+
+/// The followed cgroup's own `memory.max` is the one guard holds the job to (Slurm sets it on
+/// `job_<id>`). A capture tree supplies the cgroup files, and a real process is its member, so
+/// the SIGTERM is real.
+#[test]
+fn guard_holds_the_followed_cgroup_to_its_memory_max() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    copy_dir(&fixture("seed-2622"), &tree);
+    let mut member = Command::new("sleep").arg("30").spawn().unwrap();
+    let job = tree.join("sys/fs/cgroup/slurm/job_7");
+    std::fs::create_dir_all(&job).unwrap();
+    std::fs::write(job.join("cgroup.procs"), format!("{}\n", member.id())).unwrap();
+    std::fs::write(job.join("memory.max"), "1073741824\n").unwrap();
+    std::fs::write(job.join("memory.current"), "1072693248\n").unwrap();
+    let out = run(&[
+        "--root",
+        tree.to_str().unwrap(),
+        "guard",
+        "--interval",
+        "100ms",
+        "--cgroup",
+        "/slurm/job_7",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("the job's cgroup /slurm/job_7 uses 1023.0 MiB of its memory.max 1.0 GiB"),
+        "{err}"
+    );
+    let status = member.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15)
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_dir(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}

@@ -227,7 +227,6 @@ impl Watched {
             for &p in &members {
                 self.target.add(p);
             }
-            self.limit_root = members.first().copied();
             self.sampler.set_scope(Scope::Pids(members));
         } else if live && contained {
             let members = self.target.pids().into_iter().collect();
@@ -245,10 +244,14 @@ impl Watched {
         } else {
             self.limit_root
         };
-        let cg = limit_of
-            .filter(|_| live)
-            .and_then(|pid| read_proc_cgroup(self.sampler.root(), pid))
-            .map(|p| read_cgroup(self.sampler.root(), &p));
+        let path = match &self.follow {
+            // The followed cgroup's own limit (Slurm sets memory.max on job_<id>).
+            Some(Follow::Cgroup(dir)) => dir.strip_prefix("sys/fs/cgroup").map(String::from),
+            _ => limit_of
+                .filter(|_| live)
+                .and_then(|pid| read_proc_cgroup(self.sampler.root(), pid)),
+        };
+        let cg = path.map(|p| read_cgroup(self.sampler.root(), &p));
         let trip = check(policy, &ledger, cg.as_ref());
         Ok((ledger, trip))
     }
