@@ -395,7 +395,7 @@ pub enum BackingArg {
 
 /// `record` options.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("target").args(["command", "pids", "all"]).required(true)))]
+#[command(group(ArgGroup::new("target").args(["command", "pids", "all", "cgroup", "slurm_job"]).required(true)))]
 pub struct RecordArgs {
     /// Output recording (SQLite); default gpuledger-<time>.ledger.
     #[arg(short, long, value_name = "FILE")]
@@ -409,12 +409,56 @@ pub struct RecordArgs {
     /// Record every process.
     #[arg(long)]
     pub all: bool,
-    /// Stop after this long (with --pid or --all; a command is recorded until it exits).
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// A label for the recording's `meta` (with --all, --cgroup or --slurm-job), e.g.
+    /// --label slurm_job=42; repeatable; overrides a label gpuledger found itself.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label, conflicts_with_all = ["pids", "command"])]
+    pub labels: Vec<(String, String)>,
+    /// Stop after this long (with --pid, --all or a job; a command is recorded until it exits).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// The command to run and record, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// Attaching to a job's processes as they come and go (`record` and `guard`).
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// Follow every process in this cgroup and below it: a path as /proc/PID/cgroup shows it, or
+    /// the directory under /sys/fs/cgroup. Ends when the cgroup is removed or, after it had
+    /// processes, empty.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// Follow Slurm job ID on this node: its cgroup (…/slurmstepd.scope/job_ID/step_*), or its
+    /// slurmstepd's processes where Slurm tracks jobs without cgroups. Waits up to a minute for
+    /// the job to appear (a prolog runs before it does).
+    #[arg(long, value_name = "ID", value_parser = slurm_job_id)]
+    pub slurm_job: Option<String>,
+}
+
+fn label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v))
+            if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!(
+            "{s:?} is not KEY=VALUE with a KEY of letters, digits and _"
+        )),
+    }
+}
+
+fn slurm_job_id(s: &str) -> Result<String, String> {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a Slurm job id (digits, as in $SLURM_JOB_ID)"
+        ))
+    }
 }
 
 /// What guard does when a threshold is crossed.
@@ -430,7 +474,7 @@ pub enum GuardAction {
 
 /// `guard` options.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("job").args(["command", "pids"]).required(true)))]
+#[command(group(ArgGroup::new("job_target").args(["command", "pids", "cgroup", "slurm_job"]).required(true)))]
 pub struct GuardArgs {
     /// Act when MemAvailable falls below this (a size, or a share of MemTotal from 0% to 100%).
     #[arg(long, default_value = "10%", value_name = "SIZE|PCT", value_parser = parse_size_spec)]
@@ -457,6 +501,8 @@ pub struct GuardArgs {
     /// Guard these running processes instead of starting a command.
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+    #[command(flatten)]
+    pub job: JobArgs,
     /// The command to run under guard, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

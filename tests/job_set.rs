@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 
 /// Records a simulated node (`ddp-peer-mirror` with `backing`) into `dir/NODE.ledger`.
 fn node(dir: &Path, work: &Path, name: &str, backing: &str) -> PathBuf {
+    node_labelled(dir, work, name, backing, &[])
+}
+
+/// The same with `--label` arguments.
+fn node_labelled(dir: &Path, work: &Path, name: &str, backing: &str, labels: &[&str]) -> PathBuf {
     let tree = work.join(format!("tree-{name}-{backing}"));
     let t = tree.to_str().unwrap();
     stdout_of(
@@ -23,21 +28,22 @@ fn node(dir: &Path, work: &Path, name: &str, backing: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let ledger = dir.join(format!("{name}.ledger"));
     let l = ledger.to_str().unwrap();
-    stdout_of(
-        &[
-            "--root",
-            t,
-            "record",
-            "--all",
-            "--duration",
-            "200ms",
-            "--interval",
-            "100ms",
-            "-o",
-            l,
-        ],
-        0,
-    );
+    let mut args = vec![
+        "--root",
+        t,
+        "record",
+        "--all",
+        "--duration",
+        "200ms",
+        "--interval",
+        "100ms",
+        "-o",
+        l,
+    ];
+    for label in labels {
+        args.extend(["--label", label]);
+    }
+    stdout_of(&args, 0);
     ledger
 }
 
@@ -110,4 +116,24 @@ fn diff_compares_two_sets_and_a_dir_without_recordings_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("holds no *.ledger recordings"), "{err}");
+}
+
+#[test]
+fn nodes_are_named_by_their_label_and_different_jobs_are_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("mixed");
+    let labels = ["node=gpu-07", "slurm_job=41"];
+    node_labelled(&job, tmp.path(), "x", "eager", &labels);
+    let labels = ["node=gpu-08", "slurm_job=42"];
+    node_labelled(&job, tmp.path(), "y", "deferred", &labels);
+    let text = stdout_of(&["show", job.to_str().unwrap()], 0);
+    assert!(
+        text.starts_with("Job of 2 recordings (nodes gpu-07, gpu-08)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: the recordings name different jobs (41, 42)"),
+        "{text}"
+    );
+    assert!(text.contains("worst node  gpu-07"), "{text}");
 }

@@ -15,11 +15,13 @@ use gpuledger::outputs::json::rfc3339;
 use gpuledger::root::Root;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sources::cgroup::{read_cgroup, read_proc_cgroup};
+use gpuledger::sources::cgroup_procs::Follow;
 use gpuledger::sources::meminfo::{parse_meminfo, read_meminfo};
 use gpuledger::units::{human_bytes, SizeSpec};
 use rustix::process::Signal;
 use serde_json::json;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// The parsed flags.
@@ -65,6 +67,29 @@ fn settings(args: &GuardArgs, root: &Root) -> Result<Settings> {
     })
 }
 
+/// The cgroup to follow with `--cgroup` or `--slurm-job`, holding its processes now.
+fn follow(root: &Root, args: &GuardArgs) -> Result<Option<(Follow, Target)>> {
+    let never = AtomicBool::new(false);
+    let Some(job) = super::record::job_target(root, &args.job, args.interval, &never)? else {
+        return Ok(None);
+    };
+    let Some(follow @ Follow::Cgroup(_)) = job.follow else {
+        bail!(
+            "guard follows a Slurm job through its cgroup, and job {} has none \
+             (ProctrackType=proctrack/cgroup makes one); guard its processes with --pid",
+            args.job.slurm_job.as_deref().unwrap_or("?")
+        );
+    };
+    let mut target = Target::default();
+    for p in follow.members(root).map(|m| m.pids).unwrap_or_default() {
+        target.add(p);
+    }
+    if !target.alive() {
+        bail!("{} has no processes to guard", follow.describe());
+    }
+    Ok(Some((follow, target)))
+}
+
 /// Starts the job (in a cgroup of its own when one can be made), or holds the `--pid`s.
 fn start(args: &GuardArgs) -> Result<(Option<Job>, Target)> {
     if args.command.is_empty() {
@@ -103,12 +128,21 @@ pub fn run(ctx: &super::Ctx, args: &GuardArgs, t: &Thresholds) -> Result<ExitCod
     let root = ctx.open_root()?;
     let s = settings(args, &root)?;
     let live = root.is_live();
-    let (job, target) = start(args)?;
+    let followed = follow(&root, args)?;
+    let (job, target, follow) = match followed {
+        Some((f, target)) => (None, target, Some(f)),
+        None => {
+            let (job, target) = start(args)?;
+            (job, target, None)
+        }
+    };
     let roots: Vec<u32> = job
         .as_ref()
         .map(|j| vec![j.pid()])
         .unwrap_or_else(|| args.pids.clone());
-    let scope = if live {
+    let scope = if follow.is_some() {
+        Scope::Pids(Default::default())
+    } else if live {
         Scope::Tree(roots.iter().copied().collect())
     } else {
         Scope::All
@@ -123,6 +157,7 @@ pub fn run(ctx: &super::Ctx, args: &GuardArgs, t: &Thresholds) -> Result<ExitCod
         target,
         live,
         limit_root: roots.first().copied(),
+        follow,
     };
     let mut machine = Machine::new(s.response, s.grace, s.interval);
     loop {
@@ -157,6 +192,8 @@ struct Watched {
     live: bool,
     /// The process whose cgroup limit applies when the job has no cgroup of its own.
     limit_root: Option<u32>,
+    /// The followed cgroup (`--cgroup`, `--slurm-job`), whose members join the job as they come.
+    follow: Option<Follow>,
 }
 
 impl Watched {
@@ -185,7 +222,13 @@ impl Watched {
     /// Fresh counters for the job, and the policy's verdict on them.
     fn sample(&mut self, policy: &Policy) -> Result<(Ledger, Option<Trip>)> {
         let (live, contained) = (self.live, self.target.cgroup().is_some());
-        if live && contained {
+        if let Some(f) = &self.follow {
+            let members = f.members(self.sampler.root()).unwrap_or_default().pids;
+            for &p in &members {
+                self.target.add(p);
+            }
+            self.sampler.set_scope(Scope::Pids(members));
+        } else if live && contained {
             let members = self.target.pids().into_iter().collect();
             self.sampler.set_scope(Scope::Pids(members));
         }
@@ -201,10 +244,14 @@ impl Watched {
         } else {
             self.limit_root
         };
-        let cg = limit_of
-            .filter(|_| live)
-            .and_then(|pid| read_proc_cgroup(self.sampler.root(), pid))
-            .map(|p| read_cgroup(self.sampler.root(), &p));
+        let path = match &self.follow {
+            // The followed cgroup's own limit (Slurm sets memory.max on job_<id>).
+            Some(Follow::Cgroup(dir)) => dir.strip_prefix("sys/fs/cgroup").map(String::from),
+            _ => limit_of
+                .filter(|_| live)
+                .and_then(|pid| read_proc_cgroup(self.sampler.root(), pid)),
+        };
+        let cg = path.map(|p| read_cgroup(self.sampler.root(), &p));
         let trip = check(policy, &ledger, cg.as_ref());
         Ok((ledger, trip))
     }

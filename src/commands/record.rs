@@ -1,18 +1,27 @@
 //! `gpuledger record`: run or attach, sample every interval into a recording, summarise.
 
-use crate::cli::RecordArgs;
+use crate::cli::{JobArgs, RecordArgs};
 use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
 use gpuledger::outputs::show;
+use gpuledger::recording::follow::JobTarget;
 use gpuledger::recording::run::{record, RunOptions, Target};
+use gpuledger::root::Root;
+use gpuledger::sources::cgroup::labels;
+use gpuledger::sources::cgroup_procs::{find_slurm_job, resolve_cgroup, Follow, FollowError};
 use gpuledger::timeline::RunSummary;
 use gpuledger::units::human_bytes;
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How long `--slurm-job` waits for the job to appear: a prolog runs before slurmstepd has
+/// created the job's cgroup and processes.
+const SLURM_WAIT: Duration = Duration::from_secs(60);
 
 fn default_output() -> PathBuf {
     let t = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
@@ -29,25 +38,15 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
         duration: args.duration,
         thresholds: t.clone(),
     };
-    let target = if !args.command.is_empty() {
-        Target::Command {
-            argv: args.command.clone(),
-            env: Vec::new(),
-        }
-    } else if !args.pids.is_empty() {
-        Target::Pids(args.pids.clone())
-    } else {
-        Target::All
-    };
     let stop = Arc::new(AtomicBool::new(false));
-    if !matches!(target, Target::Command { .. }) {
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, stop.clone())?;
-        }
-    }
+    let root = ctx.open_root()?;
+    let Some(target) = target(&root, args, &stop)? else {
+        // Stopped while waiting for the Slurm job: nothing was recorded.
+        return Ok(ExitCode::SUCCESS);
+    };
     let output = args.output.clone().unwrap_or_else(default_output);
     let tty = std::io::stderr().is_terminal();
-    let end = record(ctx.open_root()?, &target, &output, &opts, &stop, |p| {
+    let end = record(root, &target, &output, &opts, &stop, |p| {
         if tty {
             eprint!(
                 "\r[{:>6.1} s] {} samples  peak host-class {}  device-local {}  findings {}   ",
@@ -80,4 +79,116 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
         Some(e) => ExitCode::from(e.exit_code()),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// What to record; `None` when SIGINT or SIGTERM came while waiting for the Slurm job. The
+/// signals stop an attached recording (a started command gets them forwarded instead).
+fn target(root: &Root, args: &RecordArgs, stop: &Arc<AtomicBool>) -> Result<Option<Target>> {
+    if !args.command.is_empty() {
+        return Ok(Some(Target::Command {
+            argv: args.command.clone(),
+            env: Vec::new(),
+        }));
+    }
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let labels = || args.labels.iter().cloned();
+    Ok(match job_target(root, &args.job, args.interval, stop)? {
+        Some(mut j) => {
+            j.labels.extend(labels());
+            Some(Target::Job(j))
+        }
+        None if stop.load(Ordering::SeqCst) => None,
+        None if args.all && !args.labels.is_empty() => Some(Target::Job(JobTarget {
+            follow: None,
+            command: vec!["--all".into()],
+            labels: labels().collect(),
+        })),
+        None if !args.pids.is_empty() => Some(Target::Pids(args.pids.clone())),
+        None => Some(Target::All),
+    })
+}
+
+/// The job of `--cgroup` or `--slurm-job` with its labels; `None` without either, or when `stop`
+/// was raised while waiting for the Slurm job to appear.
+pub(super) fn job_target(
+    root: &Root,
+    args: &JobArgs,
+    poll: Duration,
+    stop: &AtomicBool,
+) -> Result<Option<JobTarget>> {
+    let mut labels = BTreeMap::new();
+    if let Ok(u) = rustix::system::uname().nodename().to_str() {
+        labels.insert("node".to_string(), u.to_string());
+    }
+    let (follow, command) = match (&args.cgroup, &args.slurm_job) {
+        (Some(path), _) => {
+            let dir = resolve_cgroup(root, path)?;
+            let from_path = labels_of(&dir);
+            labels.extend(from_path);
+            (
+                Follow::Cgroup(dir),
+                vec!["--cgroup".to_string(), path.clone()],
+            )
+        }
+        (None, Some(id)) => {
+            let Some(follow) = wait_for_slurm_job(root, id, poll, stop)? else {
+                return Ok(None);
+            };
+            labels.insert("slurm_job".into(), id.clone());
+            // The prolog's environment describes this job only when it is this job's.
+            if std::env::var("SLURM_JOB_ID").is_ok_and(|j| &j == id) {
+                for (var, label) in [
+                    ("SLURM_JOB_USER", "user"),
+                    ("SLURM_JOB_PARTITION", "partition"),
+                ] {
+                    if let Ok(v) = std::env::var(var).map(|v| v.trim().to_string()) {
+                        if !v.is_empty() {
+                            labels.insert(label.to_string(), v);
+                        }
+                    }
+                }
+            }
+            (follow, vec!["--slurm-job".to_string(), id.clone()])
+        }
+        (None, None) => return Ok(None),
+    };
+    labels.insert("followed".into(), follow.describe());
+    Ok(Some(JobTarget {
+        follow: Some(follow),
+        command,
+        labels,
+    }))
+}
+
+/// Pod, container and Slurm job read from the cgroup's path.
+fn labels_of(dir: &str) -> BTreeMap<String, String> {
+    let l = labels(dir, None);
+    [
+        ("pod", l.pod),
+        ("container", l.container),
+        ("slurm_job", l.job),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| Some((k.to_string(), v?)))
+    .collect()
+}
+
+/// Finds the Slurm job, retrying every `poll` for [`SLURM_WAIT`]; `None` when stopped first.
+fn wait_for_slurm_job(
+    root: &Root,
+    id: &str,
+    poll: Duration,
+    stop: &AtomicBool,
+) -> Result<Option<Follow>, FollowError> {
+    let start = Instant::now();
+    loop {
+        match find_slurm_job(root, id) {
+            Ok(f) => return Ok(Some(f)),
+            Err(e) if start.elapsed() >= SLURM_WAIT || !root.is_live() => return Err(e),
+            Err(_) if stop.load(Ordering::SeqCst) => return Ok(None),
+            Err(_) => std::thread::sleep(poll.max(Duration::from_millis(200))),
+        }
+    }
 }

@@ -148,6 +148,10 @@ pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
     if let Some(note) = &s.note {
         let _ = writeln!(out, "  note      {}", display_safe(note));
     }
+    if !s.labels.is_empty() {
+        let l: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "  labels    {}", display_safe(&l.join(" ")));
+    }
     let ranks: Vec<String> = s
         .ranks
         .iter()

@@ -2,7 +2,9 @@
 //!
 //! Schema version 3 (`meta.schema_version`):
 //! - `meta(key, value)`: schema_version, command (JSON array), root, interval_ms, started_ms,
-//!   gpuledger_version, kernel, and at the end exit_code / signal / ended_ms.
+//!   gpuledger_version, kernel, and at the end exit_code / signal / ended_ms; a followed job's
+//!   labels as `label.<name>` (slurm_job, slurm_steps, user, node, partition, followed, pod,
+//!   container) and a `note` saying how it ended.
 //! - `samples(id, t_ms, mem_total, mem_available, gpu_active, gpu_reclaim, unaccounted, gpu_source,
 //!   processes, driver_held, held_counter, held_counter_bytes, pinned_shmem)`: host counters, one
 //!   row per sample, and the ledger's driver-held host memory (`HostTotals::driver_held`) with its
@@ -42,6 +44,7 @@
 //! `read_series`), so memory does not grow with the recording's length.
 
 mod create;
+pub mod follow;
 mod names;
 mod read;
 mod read_host;

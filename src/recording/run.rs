@@ -1,6 +1,7 @@
 //! A whole recording run: start or attach, sample every interval, collect kernel evidence,
 //! finish. Used by `record` and `experiment`.
 
+use super::follow::{Follower, JobTarget};
 use super::session::{step, StepError};
 use super::{Recorder, RecordingError, RecordingMeta};
 use crate::findings::{Finding, Thresholds};
@@ -29,6 +30,8 @@ pub enum Target {
     Pids(Vec<u32>),
     /// Every process.
     All,
+    /// Every process of a job (a cgroup, a Slurm job) as they come and go.
+    Job(JobTarget),
 }
 
 /// How to record.
@@ -110,6 +113,7 @@ pub fn record(
         Target::Command { argv, .. } => argv.clone(),
         Target::Pids(p) => p.iter().map(|p| format!("--pid {p}")).collect(),
         Target::All => vec!["--all".into()],
+        Target::Job(j) => j.command.clone(),
     };
     let started_ms = now_ms();
     let meta = RecordingMeta {
@@ -136,6 +140,10 @@ pub fn record(
             recorder.set_meta("extra_env", &e.join(" "))?;
         }
     }
+    let mut follower = match target {
+        Target::Job(j) => Some(Follower::start(j, &mut recorder)?),
+        _ => None,
+    };
     // The file exists before the command starts, so a bad -o never leaves an unrecorded job.
     let mut job = match target {
         Target::Command { argv, env } => Some(Job::spawn_env(argv, env).map_err(RunError::Spawn)?),
@@ -144,6 +152,7 @@ pub fn record(
     let scope = match (target, &job, live) {
         (_, Some(j), true) => Scope::Tree([j.pid()].into()),
         (Target::Pids(p), _, _) => Scope::Tree(p.iter().copied().collect()),
+        (Target::Job(_), _, _) => Scope::Pids(Default::default()),
         _ => Scope::All,
     };
     // The live kernel log from now on, or a captured tree's `dev/kmsg` from its first record.
@@ -159,6 +168,13 @@ pub fn record(
             Some(j) => j.try_wait().map_err(RunError::Wait)?,
             None => None,
         };
+        if let Some(f) = follower.as_mut() {
+            match f.refresh(sampler.root(), &mut recorder) {
+                Ok(Some(scope)) => sampler.set_scope(scope),
+                Ok(None) => break None,
+                Err(e) => write_error = Some(e),
+            }
+        }
         if write_error.is_none() {
             match step(&mut sampler, &mut recorder, &opts.thresholds, None) {
                 Ok((ledger, found)) => {

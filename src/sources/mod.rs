@@ -1,6 +1,7 @@
 //! One module per kernel interface. Nothing outside `sources` reads /proc or /sys.
 
 pub mod cgroup;
+pub mod cgroup_procs;
 pub mod drm_devices;
 pub mod drm_fdinfo;
 pub mod kfd;

@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 
 /// Meta keys that name a recording's node, first found wins (the Slurm prolog's label, then the
 /// recorder's host name).
-const NODE_KEYS: [&str; 3] = ["node", "slurm_node", "hostname"];
+const NODE_KEYS: [&str; 2] = ["label.node", "hostname"];
 /// Meta keys that name the job a recording belongs to.
-const JOB_KEYS: [&str; 2] = ["job_id", "slurm_job_id"];
+const JOB_KEYS: [&str; 2] = ["label.slurm_job", "label.pod"];
 
 /// One node's recording.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,6 +5,7 @@ use super::job_end::JobEnd;
 use super::{analyze, peaks, peer_host_by_process, Peak, TimelineFinding};
 use crate::findings::{Backing, Kind};
 use crate::ledger::DriverHeld;
+use crate::recording::follow::LABEL_PREFIX;
 use crate::recording::{RecordedFinding, Recording};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -88,6 +89,8 @@ pub struct RunSummary {
     pub packages: BTreeMap<String, String>,
     /// `kernel` and `gpuledger version`, where recorded.
     pub versions: BTreeMap<String, String>,
+    /// A followed job's labels (`slurm_job`, `user`, `node`, …), where recorded.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl RunSummary {
@@ -144,6 +147,11 @@ impl RunSummary {
             .into_iter()
             .filter_map(|(k, name)| rec.meta.get(k).map(|v| (name.to_string(), v.clone())))
             .collect(),
+            labels: rec
+                .meta
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix(LABEL_PREFIX)?.to_string(), v.clone())))
+                .collect(),
         }
     }
 
