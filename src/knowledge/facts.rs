@@ -7,6 +7,7 @@ use crate::findings::Finding;
 use crate::root::Root;
 use crate::snapshot::Snapshot;
 use crate::sources::drm_devices::DeviceInfo;
+use crate::sources::nvml::NvGpu;
 use crate::sources::system_info::SystemInfo;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -92,11 +93,10 @@ impl Facts {
         let mut places = Vec::new();
         for d in &snap.devices {
             let p = placement(root, &d.id);
-            let nvidia = snap.nvml.iter().any(|g| g.bus_id == d.id);
-            devices.push(if nvidia && d.vendor.is_none() {
-                nvml_device(root, &d.id, p.root_port.clone())
-            } else {
-                DeviceFact::from_info(d, p.root_port.clone())
+            let nvidia = snap.nvml.iter().find(|g| g.bus_id == d.id);
+            devices.push(match nvidia {
+                Some(g) if d.vendor.is_none() => nvml_device(root, g, p.root_port.clone()),
+                _ => DeviceFact::from_info(d, p.root_port.clone()),
             });
             places.push(p);
         }
@@ -104,7 +104,7 @@ impl Facts {
         for g in &snap.nvml {
             if devices.iter().all(|d| d.slot != g.bus_id) {
                 let p = placement(root, &g.bus_id);
-                devices.push(nvml_device(root, &g.bus_id, p.root_port.clone()));
+                devices.push(nvml_device(root, g, p.root_port.clone()));
                 places.push(p);
             }
             if let Some(v) = &g.driver_version {
@@ -132,8 +132,10 @@ impl Facts {
     }
 }
 
-/// An NVIDIA GPU as NVML sees it: vendor 10de, the device id from sysfs when readable.
-fn nvml_device(root: &Root, bus_id: &str, root_port: Option<String>) -> DeviceFact {
+/// An NVIDIA GPU as NVML sees it: vendor 10de, the device id from sysfs when readable, else
+/// from NVML's PCI id (virtual machines often have no PCI sysfs for a passed-through GPU).
+fn nvml_device(root: &Root, g: &NvGpu, root_port: Option<String>) -> DeviceFact {
+    let bus_id = g.bus_id.as_str();
     let read = |f: &str| {
         root.read_string(format!("sys/bus/pci/devices/{bus_id}/{f}"))
             .ok()
@@ -144,7 +146,7 @@ fn nvml_device(root: &Root, bus_id: &str, root_port: Option<String>) -> DeviceFa
         minors: Vec::new(),
         driver: Some("nvidia".into()),
         vendor: read("vendor").or_else(|| Some("0x10de".into())),
-        device: read("device"),
+        device: read("device").or_else(|| g.device_id()),
         name: None,
         runtime_status: None,
         vram_total: None,

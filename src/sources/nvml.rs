@@ -26,8 +26,18 @@ pub struct NvGpu {
     pub memory_used: Option<u64>,
     /// Driver version.
     pub driver_version: Option<String>,
+    /// NVML's PCI id: the device id in the high 16 bits, the vendor (0x10de) in the low 16.
+    #[serde(default)]
+    pub pci_device_id: Option<u32>,
     /// (pid, used GPU memory) of every compute or graphics process; `None` when NVML cannot tell.
     pub processes: Vec<(u32, Option<u64>)>,
+}
+
+impl NvGpu {
+    /// The PCI device id as sysfs writes it (`0x2335`), from NVML's combined id.
+    pub fn device_id(&self) -> Option<String> {
+        self.pci_device_id.map(|id| format!("0x{:04x}", id >> 16))
+    }
 }
 
 /// Something that answers like NVML (the library, or recorded answers in tests).
@@ -71,8 +81,10 @@ impl NvmlSource for NvmlLib {
                     processes.push((p.pid, used));
                 }
             }
+            let pci = dev.pci_info().map_err(|e| e.to_string())?;
             out.push(NvGpu {
-                bus_id: normalize_bus_id(&dev.pci_info().map_err(|e| e.to_string())?.bus_id),
+                bus_id: normalize_bus_id(&pci.bus_id),
+                pci_device_id: Some(pci.pci_device_id),
                 name: dev.name().unwrap_or_else(|_| "NVIDIA GPU".into()),
                 memory_total: mem.as_ref().map(|m| m.total),
                 memory_used: mem.as_ref().map(|m| m.used),
@@ -121,7 +133,7 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
         minors: Vec::new(),
         driver: Some("nvidia".into()),
         vendor: Some("0x10de".into()),
-        device: None,
+        device: g.device_id(),
         name: Some(g.name.clone()),
         runtime_status: None,
         vram_total: g.memory_total,
@@ -137,6 +149,30 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_id_from_nvmls_combined_id() {
+        let g = NvGpu {
+            bus_id: "0000:00:06.0".into(),
+            name: "NVIDIA H200".into(),
+            memory_total: None,
+            memory_used: None,
+            driver_version: None,
+            pci_device_id: Some(0x2335_10de),
+            processes: Vec::new(),
+        };
+        assert_eq!(g.device_id().as_deref(), Some("0x2335"));
+        assert_eq!(device_info(&g).device.as_deref(), Some("0x2335"));
+        let old: NvGpu = serde_json::from_str(
+            r#"{"bus_id":"0000:18:00.0","name":"x","driver_version":null,"processes":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            old.device_id(),
+            None,
+            "captures from before the field read as unknown"
+        );
+    }
 
     #[test]
     fn bus_ids() {
