@@ -97,7 +97,11 @@ fn fast_alerts() -> String {
             None => l.to_string(),
         })
         .collect();
-    assert_eq!(cut, text.matches("- alert: ").count(), "one `for:` per alert");
+    assert_eq!(
+        cut,
+        text.matches("- alert: ").count(),
+        "one `for:` per alert"
+    );
     lines.join("\n") + "\n"
 }
 
@@ -157,10 +161,26 @@ fn peer_mirror_alert_fires_for_the_node_with_the_pattern_only() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let a = serve_root(&node_tree(tmp.path(), "a", "eager"), &["--interval", "250ms"]);
-    let b = serve_root(&node_tree(tmp.path(), "b", "deferred"), &["--interval", "250ms"]);
-    let pinned = pinned_mirror_bytes(&ureq::get(&format!("{}/metrics", a.base)).call().unwrap().into_string().unwrap());
-    let text_b = ureq::get(&format!("{}/metrics", b.base)).call().unwrap().into_string().unwrap();
+    let a = serve_root(
+        &node_tree(tmp.path(), "a", "eager"),
+        &["--interval", "250ms"],
+    );
+    let b = serve_root(
+        &node_tree(tmp.path(), "b", "deferred"),
+        &["--interval", "250ms"],
+    );
+    let pinned = pinned_mirror_bytes(
+        &ureq::get(&format!("{}/metrics", a.base))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap(),
+    );
+    let text_b = ureq::get(&format!("{}/metrics", b.base))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
     assert!(pinned > 0.0, "node a serves pinned peer mirrors");
     assert!(
         text_b.contains("kind=\"peer_mirror\"") && pinned_mirror_bytes(&text_b) == 0.0,
@@ -171,7 +191,10 @@ fn peer_mirror_alert_fires_for_the_node_with_the_pattern_only() {
     let rule = "exported_job:gpuledger_peer_mirror_pinned_bytes:sum";
     let deadline = Instant::now() + Duration::from_secs(45);
     let (alerts, recorded) = loop {
-        assert!(Instant::now() < deadline, "no firing alert and recorded sum within 45 s");
+        assert!(
+            Instant::now() < deadline,
+            "no firing alert and recorded sum within 45 s"
+        );
         std::thread::sleep(Duration::from_millis(500));
         let (Some(alerts), Some(recorded)) = (p.api("alerts", None), p.api("query", Some(rule)))
         else {
@@ -183,7 +206,10 @@ fn peer_mirror_alert_fires_for_the_node_with_the_pattern_only() {
         }
     };
     let mirror = firing(&alerts, "GpuPeerMirrorPinned");
-    let mut ranks: Vec<&str> = mirror.iter().map(|a| a["labels"]["rank"].as_str().unwrap()).collect();
+    let mut ranks: Vec<&str> = mirror
+        .iter()
+        .map(|a| a["labels"]["rank"].as_str().unwrap())
+        .collect();
     ranks.sort_unstable();
     assert_eq!(ranks, ["0", "1"], "{mirror:#?}");
     assert!(
@@ -196,7 +222,10 @@ fn peer_mirror_alert_fires_for_the_node_with_the_pattern_only() {
     assert_eq!(result.len(), 1, "{recorded}");
     assert_eq!(result[0]["metric"]["exported_job"], "77", "{recorded}");
     let sum: f64 = result[0]["value"][1].as_str().unwrap().parse().unwrap();
-    assert_eq!(sum, pinned, "job 77's pinned peer-mirror bytes over both nodes");
+    assert_eq!(
+        sum, pinned,
+        "job 77's pinned peer-mirror bytes over both nodes"
+    );
 }
 
 const RULE_HEADER: &str = "\
@@ -279,7 +308,10 @@ fn daemonset_args() -> Vec<String> {
 #[test]
 fn daemonset_args_start_the_exporter() {
     let args = daemonset_args();
-    assert_eq!(args[..5], ["serve", "--proc", "/host/proc", "--listen", ":9464"]);
+    assert_eq!(
+        args[..5],
+        ["serve", "--proc", "/host/proc", "--listen", ":9464"]
+    );
     // The same arguments, with this machine's /proc for the host's and a free port for 9464.
     let port = free_port();
     let args: Vec<String> = args
@@ -302,7 +334,10 @@ fn daemonset_args_start_the_exporter() {
     let _ = child.wait();
     assert!(line.contains("/metrics"), "{line}");
     let body = body.unwrap().into_string().unwrap();
-    assert!(body.contains("gpuledger_host_memory_bytes{kind=\"total\"}"), "{body}");
+    assert!(
+        body.contains("gpuledger_host_memory_bytes{kind=\"total\"}"),
+        "{body}"
+    );
 }
 
 #[test]
@@ -331,10 +366,16 @@ fn dashboard_has_a_job_and_node_view() {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
-            assert!(vars.contains(&name.as_str()), "${name} in {e} is no variable");
+            assert!(
+                vars.contains(&name.as_str()),
+                "${name} in {e} is no variable"
+            );
         }
     }
-    assert!(exprs.iter().any(|e| e.starts_with("sum by (node)")), "a per-node panel");
+    assert!(
+        exprs.iter().any(|e| e.starts_with("sum by (node)")),
+        "a per-node panel"
+    );
     let rule = "exported_job:gpuledger_peer_mirror_pinned_bytes:sum";
     assert!(exprs.iter().any(|e| e.starts_with(rule)));
     assert!(read(&deploy().join("recording-rules.yml")).contains(&format!("record: {rule}")));
