@@ -1,5 +1,5 @@
-//! Fleet deployment: a real Prometheus over two exporters (two simulated nodes) with the alert and
-//! recording rules from deploy/, and the deploy/ files that must agree with each other.
+//! Fleet monitoring: a real Prometheus over two exporters (two simulated nodes) with the alert and
+//! recording rules from deploy/, and the Grafana dashboard's job/node view.
 
 mod common;
 use common::*;
@@ -221,118 +221,6 @@ fn peer_mirror_alert_fires_for_the_node_with_the_pattern_only() {
     assert_eq!(
         sum, pinned,
         "job 77's pinned peer-mirror bytes over both nodes"
-    );
-}
-
-const RULE_HEADER: &str = "\
-# Generated from deploy/alerts.yml and deploy/recording-rules.yml by tests/fleet.rs: edit those
-# files and run `UPDATE_DEPLOY=1 cargo test --test fleet`. The Prometheus Operator picks rules up
-# by its ruleSelector; add the label yours selects (often `release: <helm release>`).
-apiVersion: monitoring.coreos.com/v1
-kind: PrometheusRule
-metadata:
-  name: gpuledger
-  labels:
-    app.kubernetes.io/name: gpuledger
-spec:
-  groups:
-";
-
-/// The PrometheusRule that deploy/'s rule files give: their groups, indented under `spec`.
-fn prometheus_rule() -> String {
-    let mut out = String::from(RULE_HEADER);
-    for f in ["alerts.yml", "recording-rules.yml"] {
-        let text = read(&deploy().join(f));
-        let mut lines = text.lines();
-        assert_eq!(lines.next(), Some("groups:"), "{f} starts with `groups:`");
-        for line in lines {
-            if !line.is_empty() {
-                out.push_str("  ");
-            }
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-#[test]
-fn prometheus_rule_is_generated_from_the_rule_files() {
-    let path = deploy().join("kubernetes/prometheusrule.yaml");
-    let want = prometheus_rule();
-    if std::env::var_os("UPDATE_DEPLOY").is_some() {
-        std::fs::write(&path, &want).unwrap();
-    }
-    assert!(
-        read(&path) == want,
-        "{} is out of date: run UPDATE_DEPLOY=1 cargo test --test fleet",
-        path.display()
-    );
-}
-
-#[test]
-fn kustomization_lists_every_manifest() {
-    let dir = deploy().join("kubernetes");
-    let kust = read(&dir.join("kustomization.yaml"));
-    let mut manifests: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".yaml") && n != "kustomization.yaml")
-        .collect();
-    manifests.sort();
-    let listed: Vec<&str> = kust
-        .lines()
-        .skip_while(|l| *l != "resources:")
-        .skip(1)
-        .map_while(|l| l.strip_prefix("  - "))
-        .collect();
-    let mut sorted = listed.clone();
-    sorted.sort_unstable();
-    assert_eq!(sorted, manifests);
-}
-
-/// The DaemonSet's `args:` line, read as the JSON array it is written as.
-fn daemonset_args() -> Vec<String> {
-    let text = read(&deploy().join("kubernetes/daemonset.yaml"));
-    let line = text
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("args: "))
-        .expect("an args: line");
-    serde_json::from_str(line).unwrap()
-}
-
-#[test]
-fn daemonset_args_start_the_exporter() {
-    let args = daemonset_args();
-    assert_eq!(
-        args[..5],
-        ["serve", "--proc", "/host/proc", "--listen", ":9464"]
-    );
-    // The same arguments, with this machine's /proc for the host's and a free port for 9464.
-    let port = free_port();
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| match a.as_str() {
-            "/host/proc" => "/proc".to_string(),
-            ":9464" => format!(":{port}"),
-            _ => a.clone(),
-        })
-        .collect();
-    let mut child = bin().args(&args).stderr(Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stderr.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let body = ureq::get(&format!("http://127.0.0.1:{port}/metrics")).call();
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(line.contains("/metrics"), "{line}");
-    let body = body.unwrap().into_string().unwrap();
-    assert!(
-        body.contains("gpuledger_host_memory_bytes{kind=\"total\"}"),
-        "{body}"
     );
 }
 
