@@ -195,6 +195,18 @@ fn deploy_files_pass_promtool() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    let out = Command::new("promtool")
+        .arg("test")
+        .arg("rules")
+        .arg(deploy.join("rules-test.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dash: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(deploy.join("grafana-dashboard.json")).unwrap(),
     )
