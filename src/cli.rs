@@ -4,6 +4,7 @@
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use gpuledger::job_output::RateSpec;
 use gpuledger::sim::Scenario;
 use gpuledger::timeline::project::MAX_RANKS;
 use gpuledger::units::{parse_bytes, parse_duration, parse_interval, parse_size_spec, SizeSpec};
@@ -295,9 +296,17 @@ pub struct RecordArgs {
     /// Stop after this long (with --pid or --all; a command is recorded until it exits).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Take a throughput series from the command's output: NAME=REGEX[:UNIT], the regex with
+    /// one capture group around the number, e.g. 'wave=wave time ([0-9.]+) s:s/wave'. Repeatable.
+    #[arg(long = "rate", value_name = "NAME=REGEX[:UNIT]", value_parser = parse_rate)]
+    pub rates: Vec<RateSpec>,
     /// The command to run and record, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+fn parse_rate(s: &str) -> Result<RateSpec, String> {
+    RateSpec::parse(s).map_err(|e| e.to_string())
 }
 
 /// What guard does when a threshold is crossed.

@@ -28,6 +28,7 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
         interval: args.interval,
         duration: args.duration,
         thresholds: t.clone(),
+        rates: args.rates.clone(),
     };
     let target = if !args.command.is_empty() {
         Target::Command {
