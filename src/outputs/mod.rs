@@ -2,6 +2,7 @@
 
 pub mod json;
 pub mod plot;
+pub mod plot_evidence;
 pub mod safe_text;
 pub mod show;
 pub mod table;

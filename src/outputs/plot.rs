@@ -217,7 +217,9 @@ fn section(name: &str, rec: &Recording, summary: &RunSummary) -> String {
         ],
         &[],
     ));
-    out.push_str("</figure>\n<table class=\"findings\"><tr><th>severity</th><th>finding</th><th>at</th><th>bytes</th><th>message</th></tr>\n");
+    out.push_str("</figure>\n");
+    out.push_str(&super::plot_evidence::rate_charts(rec));
+    out.push_str("<table class=\"findings\"><tr><th>severity</th><th>finding</th><th>at</th><th>bytes</th><th>message</th></tr>\n");
     for f in found {
         let _ = writeln!(
             out,

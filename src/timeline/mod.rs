@@ -1,12 +1,15 @@
 //! Timeline analysis of a recording: per-rank peaks, growth patterns and the bad-vs-good diff.
 
 pub mod diff;
+pub mod evidence;
+mod evidence_rows;
 mod job_end;
 mod patterns;
 pub mod project;
 mod shapes;
 mod summary;
 
+pub use evidence::EvidenceSummary;
 pub use job_end::{JobEnd, KernelEvidence};
 pub use patterns::{analyze, TimelineFinding, TimelineKind};
 pub use shapes::tensor_shapes;

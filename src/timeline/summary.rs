@@ -88,6 +88,8 @@ pub struct RunSummary {
     pub packages: BTreeMap<String, String>,
     /// `kernel` and `gpuledger version`, where recorded.
     pub versions: BTreeMap<String, String>,
+    /// What the job's own output showed: error lines, tail, rates, markers.
+    pub evidence: super::EvidenceSummary,
 }
 
 impl RunSummary {
@@ -144,6 +146,7 @@ impl RunSummary {
             .into_iter()
             .filter_map(|(k, name)| rec.meta.get(k).map(|v| (name.to_string(), v.clone())))
             .collect(),
+            evidence: super::EvidenceSummary::of(rec),
         }
     }
 
