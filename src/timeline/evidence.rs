@@ -13,7 +13,7 @@ pub const THROUGHPUT_TOLERANCE: f64 = 0.05;
 /// One error line, timed from the recording's start.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorAt {
-    /// Seconds from the first sample (negative: before it).
+    /// Seconds from the first sample.
     pub t_s: f64,
     /// Stream.
     pub stream: Stream,
@@ -133,7 +133,8 @@ impl EvidenceSummary {
             0 => rec.meta.get("started_ms").and_then(|v| v.parse().ok()).unwrap_or(0),
             t => t,
         };
-        let t_s = |t: u64| (t as f64 - base as f64) / 1000.0;
+        // Lines read before the first sample are said to be at its time.
+        let t_s = |t: u64| t.saturating_sub(base) as f64 / 1000.0;
         EvidenceSummary {
             captured: e.captured,
             lines: e.lines,
