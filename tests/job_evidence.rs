@@ -22,13 +22,25 @@ exit 3
 fn record(dir: &Path, name: &str, wave: &str) -> (PathBuf, std::process::Output) {
     let ledger = dir.join(format!("{name}.ledger"));
     let out = bin()
-        .args(["record", "--interval", "50ms", "--rate", "wave=wave time ([0-9.]+) s:s/wave", "-o"])
+        .args([
+            "record",
+            "--interval",
+            "50ms",
+            "--rate",
+            "wave=wave time ([0-9.]+) s:s/wave",
+            "-o",
+        ])
         .arg(&ledger)
         .args(["--", "sh", "-c", JOB])
         .env("WAVE", wave)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (ledger, out)
 }
 
@@ -38,7 +50,10 @@ fn rows(db: &Path, sql: &str) -> Vec<Vec<String>> {
     let n = st.column_count();
     st.query_map([], |r| {
         (0..n)
-            .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
+            .map(|i| {
+                r.get::<_, rusqlite::types::Value>(i)
+                    .map(|v| format!("{v:?}"))
+            })
             .collect()
     })
     .unwrap()
@@ -52,25 +67,55 @@ fn a_fake_jobs_output_passes_through_and_its_evidence_is_stored() {
     let (ledger, out) = record(tmp.path(), "a", "3.0");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("wave 3: wave time 3.0 s\n"), "{stdout}");
-    assert!(out.stdout.windows(4).any(|w| w == b"\x01\x1b[3"), "bytes pass unchanged");
+    assert!(
+        out.stdout.windows(4).any(|w| w == b"\x01\x1b[3"),
+        "bytes pass unchanged"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("zeCommandListAppend: UR_RESULT_ERROR_OUT_OF_RESOURCES\n"), "{stderr}");
+    assert!(
+        stderr.starts_with("zeCommandListAppend: UR_RESULT_ERROR_OUT_OF_RESOURCES\n"),
+        "{stderr}"
+    );
     assert!(!stdout.contains("UR_RESULT"), "stderr stays on stderr");
-    let errors = rows(&ledger, "SELECT stream, kind, text FROM output_lines ORDER BY rowid");
+    let errors = rows(
+        &ledger,
+        "SELECT stream, kind, text FROM output_lines ORDER BY rowid",
+    );
     assert_eq!(
         errors,
         [
-            ["Text(\"stderr\")", "Text(\"unified_runtime\")", "Text(\"zeCommandListAppend: UR_RESULT_ERROR_OUT_OF_RESOURCES\")"],
-            ["Text(\"stderr\")", "Text(\"python_exception\")", "Text(\"RuntimeError: UR error\")"],
+            [
+                "Text(\"stderr\")",
+                "Text(\"unified_runtime\")",
+                "Text(\"zeCommandListAppend: UR_RESULT_ERROR_OUT_OF_RESOURCES\")"
+            ],
+            [
+                "Text(\"stderr\")",
+                "Text(\"python_exception\")",
+                "Text(\"RuntimeError: UR error\")"
+            ],
         ]
     );
     let points = rows(&ledger, "SELECT rate, value FROM rate_points ORDER BY t_ms");
-    assert_eq!(points, vec![vec!["Integer(1)".to_string(), "Real(3.0)".into()]; 3]);
+    assert_eq!(
+        points,
+        vec![vec!["Integer(1)".to_string(), "Real(3.0)".into()]; 3]
+    );
     let markers = rows(&ledger, "SELECT text FROM markers ORDER BY t_ms");
-    assert_eq!(markers, [["Text(\"epoch 1\")"], ["Text(\"epoch 2\")"], ["Text(\"epoch 3\")"]]);
+    assert_eq!(
+        markers,
+        [
+            ["Text(\"epoch 1\")"],
+            ["Text(\"epoch 2\")"],
+            ["Text(\"epoch 3\")"]
+        ]
+    );
     let tail = rows(&ledger, "SELECT COUNT(*) FROM output_tail");
     assert_eq!(tail, [["Integer(8)"]]);
-    let version = rows(&ledger, "SELECT value FROM meta WHERE key = 'schema_version'");
+    let version = rows(
+        &ledger,
+        "SELECT value FROM meta WHERE key = 'schema_version'",
+    );
     assert_eq!(version, [["Text(\"4\")"]]);
 
     let show = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
@@ -81,9 +126,18 @@ fn a_fake_jobs_output_passes_through_and_its_evidence_is_stored() {
     assert_eq!(e["markers"].as_array().unwrap().len(), 3);
     assert_eq!(e["tail"].as_array().unwrap().len(), 8);
     let text = stdout_of(&["show", ledger.to_str().unwrap()], 0);
-    assert!(text.contains("rate wave: 3 points, median ~3.0 s/wave"), "{text}");
-    assert!(text.contains("python_exception  RuntimeError: UR error"), "{text}");
-    assert!(text.contains("marker") && text.contains("epoch 2"), "{text}");
+    assert!(
+        text.contains("rate wave: 3 points, median ~3.0 s/wave"),
+        "{text}"
+    );
+    assert!(
+        text.contains("python_exception  RuntimeError: UR error"),
+        "{text}"
+    );
+    assert!(
+        text.contains("marker") && text.contains("epoch 2"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -93,26 +147,54 @@ fn diff_says_whether_the_throughput_medians_differ_by_more_than_five_percent() {
     let (b, _) = record(tmp.path(), "b", "3.1");
     let (c, _) = record(tmp.path(), "c", "4.0");
     let same = stdout_of(&["diff", a.to_str().unwrap(), b.to_str().unwrap()], 0);
-    let row = same.lines().find(|l| l.contains("throughput wave")).unwrap();
-    assert!(row.contains("~3.0 s/wave") && row.contains("~3.1 s/wave"), "{row}");
+    let row = same
+        .lines()
+        .find(|l| l.contains("throughput wave"))
+        .unwrap();
+    assert!(
+        row.contains("~3.0 s/wave") && row.contains("~3.1 s/wave"),
+        "{row}"
+    );
     assert!(row.contains("same (within 5 %)"), "{row}");
-    let first = same.lines().find(|l| l.contains("first runtime error")).unwrap();
-    assert!(first.contains("unified_runtime: zeCommandListAppend"), "{first}");
+    let first = same
+        .lines()
+        .find(|l| l.contains("first runtime error"))
+        .unwrap();
+    assert!(
+        first.contains("unified_runtime: zeCommandListAppend"),
+        "{first}"
+    );
     let differs = stdout_of(&["diff", a.to_str().unwrap(), c.to_str().unwrap()], 0);
-    let row = differs.lines().find(|l| l.contains("throughput wave")).unwrap();
-    assert!(row.contains("~4.0 s/wave") && row.contains("differs (+33 %)"), "{row}");
+    let row = differs
+        .lines()
+        .find(|l| l.contains("throughput wave"))
+        .unwrap();
+    assert!(
+        row.contains("~4.0 s/wave") && row.contains("differs (+33 %)"),
+        "{row}"
+    );
 
     let report = stdout_of(&["report", a.to_str().unwrap(), c.to_str().unwrap()], 0);
-    assert!(report.contains(r"| throughput wave (median) | \~3.0 s/wave | \~4.0 s/wave |"), "{report}");
+    assert!(
+        report.contains(r"| throughput wave (median) | \~3.0 s/wave | \~4.0 s/wave |"),
+        "{report}"
+    );
     assert!(report.contains("differs (+33 %)"), "{report}");
-    assert!(report.contains("unified_runtime] zeCommandListAppend"), "{report}");
+    assert!(
+        report.contains("unified_runtime] zeCommandListAppend"),
+        "{report}"
+    );
     let html = tmp.path().join("plot.html");
     let out = bin()
         .args(["plot", a.to_str().unwrap(), "-o"])
         .arg(&html)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let html = std::fs::read_to_string(html).unwrap();
     assert!(html.contains("<figure class=\"rate\">") && html.contains("wave (3 points)"));
     assert!(html.contains("epoch 2"), "markers are labelled");
@@ -136,7 +218,11 @@ fn a_schema_3_recording_reads_with_no_evidence_and_a_newer_one_is_refused() {
     let text = stdout_of(&["show", ledger.to_str().unwrap()], 0);
     assert!(!text.contains("Job output"), "{text}");
     let c = rusqlite::Connection::open(&ledger).unwrap();
-    c.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'", []).unwrap();
+    c.execute(
+        "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
     drop(c);
     let out = run(&["show", ledger.to_str().unwrap()]);
     assert!(!out.status.success());

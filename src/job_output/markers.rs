@@ -21,7 +21,9 @@ pub struct MarkerFile {
 impl MarkerFile {
     /// Creates an empty marker file in a new temporary directory.
     pub fn create() -> io::Result<MarkerFile> {
-        let dir = tempfile::Builder::new().prefix("gpuledger-markers-").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("gpuledger-markers-")
+            .tempdir()?;
         let path = dir.path().join("markers");
         File::create(&path)?;
         Ok(MarkerFile {

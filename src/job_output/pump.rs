@@ -1,7 +1,9 @@
 //! Passing a job's output through while collecting its evidence.
 
 use super::markers::push_bounded;
-use super::{now_ms, Batch, Collector, Counts, MarkerFile, OutputLine, RateSpec, Stream, MARKERS_ENV};
+use super::{
+    now_ms, Batch, Collector, Counts, MarkerFile, OutputLine, RateSpec, Stream, MARKERS_ENV,
+};
 use std::io::{self, Read, Write};
 use std::process::{ChildStderr, ChildStdout};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +22,12 @@ pub(super) fn lock(sink: &Mutex<Collector>) -> MutexGuard<'_, Collector> {
 /// Copies `reader` to `out` as each read returns, and feeds its lines to `sink`. A write that
 /// fails (the reader of gpuledger's own output went away) stops the copying, not the collecting,
 /// so the job is neither blocked nor killed by it.
-pub fn pump<R: Read, W: Write>(mut reader: R, mut out: Option<W>, stream: Stream, sink: &Mutex<Collector>) {
+pub fn pump<R: Read, W: Write>(
+    mut reader: R,
+    mut out: Option<W>,
+    stream: Stream,
+    sink: &Mutex<Collector>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut line: Vec<u8> = Vec::with_capacity(256);
     loop {
@@ -78,7 +85,13 @@ impl Capture {
     /// Variables for the job: the marker file, and `PYTHONUNBUFFERED=1` unless gpuledger's own
     /// environment sets it (a pipe would otherwise hold Python's output back in 8 KiB blocks).
     pub fn env(&self) -> Vec<(String, String)> {
-        let path = self.markers.lock().unwrap_or_else(|e| e.into_inner()).path().display().to_string();
+        let path = self
+            .markers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .path()
+            .display()
+            .to_string();
         let mut env = vec![(MARKERS_ENV.to_string(), path)];
         if std::env::var_os("PYTHONUNBUFFERED").is_none() {
             env.push(("PYTHONUNBUFFERED".into(), "1".into()));
@@ -139,7 +152,11 @@ impl Capture {
         if let Some(t) = self.marker_thread.take() {
             let _ = t.join();
         }
-        let _ = self.markers.lock().unwrap_or_else(|e| e.into_inner()).read_new(now_ms(), &self.sink);
+        let _ = self
+            .markers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .read_new(now_ms(), &self.sink);
         let mut sink = lock(&self.sink);
         (sink.take(), sink.tail(), sink.counts().clone())
     }

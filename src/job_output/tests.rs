@@ -6,29 +6,63 @@ use std::sync::Mutex;
 fn collect(input: &[u8], rates: Vec<RateSpec>) -> (Collector, Vec<u8>) {
     let sink = Mutex::new(Collector::new(rates));
     let mut out = Vec::new();
-    pump(Cursor::new(input.to_vec()), Some(&mut out), Stream::Stderr, &sink);
+    pump(
+        Cursor::new(input.to_vec()),
+        Some(&mut out),
+        Stream::Stderr,
+        &sink,
+    );
     (sink.into_inner().unwrap(), out)
 }
 
 #[test]
 fn each_runtime_names_its_kind() {
     let cases = [
-        ("zeMemAllocDevice: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", ErrorKind::LevelZero),
-        ("<LEVEL_ZERO>[ERROR]: UR_RESULT_ERROR_OUT_OF_RESOURCES", ErrorKind::UnifiedRuntime),
-        ("terminate called after throwing an instance of 'sycl::_V1::exception'", ErrorKind::Sycl),
-        ("RuntimeError: CUDA error: an illegal memory access was encountered", ErrorKind::Cuda),
+        (
+            "zeMemAllocDevice: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+            ErrorKind::LevelZero,
+        ),
+        (
+            "<LEVEL_ZERO>[ERROR]: UR_RESULT_ERROR_OUT_OF_RESOURCES",
+            ErrorKind::UnifiedRuntime,
+        ),
+        (
+            "terminate called after throwing an instance of 'sycl::_V1::exception'",
+            ErrorKind::Sycl,
+        ),
+        (
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            ErrorKind::Cuda,
+        ),
         ("cudaErrorMemoryAllocation", ErrorKind::Cuda),
-        ("CUBLAS_STATUS_EXECUTION_FAILED when calling cublasSgemm", ErrorKind::Cuda),
-        ("node1:123:456 [0] NCCL WARN Cuda failure 'out of memory'", ErrorKind::Nccl),
+        (
+            "CUBLAS_STATUS_EXECUTION_FAILED when calling cublasSgemm",
+            ErrorKind::Cuda,
+        ),
+        (
+            "node1:123:456 [0] NCCL WARN Cuda failure 'out of memory'",
+            ErrorKind::Nccl,
+        ),
         ("|CCL_ERROR| worker.cpp:338 ze error", ErrorKind::OneCcl),
-        ("oneCCL: error while creating communicator", ErrorKind::OneCcl),
+        (
+            "oneCCL: error while creating communicator",
+            ErrorKind::OneCcl,
+        ),
         ("hipErrorOutOfMemory", ErrorKind::Hip),
-        ("kwin: Out of memory while allocating", ErrorKind::OutOfMemory),
+        (
+            "kwin: Out of memory while allocating",
+            ErrorKind::OutOfMemory,
+        ),
     ];
     for (line, kind) in cases {
         assert_eq!(classify(line), Some(kind), "{line}");
     }
-    for quiet in ["wave time 3.0 s", "oneCCL 2022.0 initialised", "NCCL INFO Bootstrap", ""] {
+    for quiet in [
+        "wave time 3.0 s",
+        "oneCCL 2022.0 initialised",
+        "NCCL INFO Bootstrap",
+        "",
+    ] {
         assert_eq!(classify(quiet), None, "{quiet}");
     }
 }
@@ -47,20 +81,29 @@ fn a_traceback_yields_its_exception_line_even_behind_a_rank_prefix() {
         .collect();
     assert_eq!(
         kinds,
-        [(ErrorKind::PythonException, "[rank0]: torch.OutOfMemoryError: XPU out of memory")]
+        [(
+            ErrorKind::PythonException,
+            "[rank0]: torch.OutOfMemoryError: XPU out of memory"
+        )]
     );
     assert_eq!(batch.errors[0].line.stream, Stream::Stderr);
     let mut t = Traceback::default();
     assert!(!t.feed("Traceback (most recent call last):"));
     assert!(!t.feed("  File \"x\", line 1"));
     assert!(!t.feed("this is not an exception line"));
-    assert!(!t.feed("KeyError: 1"), "the traceback ended at the line before");
+    assert!(
+        !t.feed("KeyError: 1"),
+        "the traceback ended at the line before"
+    );
 }
 
 #[test]
 fn rate_specs_parse_and_refuse_what_they_cannot_use() {
     let r = RateSpec::parse("wave=wave time ([0-9.]+) s:s/wave").unwrap();
-    assert_eq!((r.name.as_str(), r.unit.as_deref()), ("wave", Some("s/wave")));
+    assert_eq!(
+        (r.name.as_str(), r.unit.as_deref()),
+        ("wave", Some("s/wave"))
+    );
     assert_eq!(r.value("12:00 wave time 3.25 s"), Some(3.25));
     assert_eq!(r.value("wave time . s"), None);
     let r = RateSpec::parse("it=(?:step|iter) ([0-9]+)").unwrap();
@@ -68,11 +111,26 @@ fn rate_specs_parse_and_refuse_what_they_cannot_use() {
     let r = RateSpec::parse("t=elapsed: ([0-9]+)").unwrap();
     assert_eq!(r.unit, None, "a ':' inside the regex is no unit");
     assert_eq!(r.value("elapsed: 7"), Some(7.0));
-    assert!(matches!(RateSpec::parse("wave"), Err(RateSpecError::Shape(_))));
-    assert!(matches!(RateSpec::parse("=x(1)"), Err(RateSpecError::Shape(_))));
-    assert!(matches!(RateSpec::parse("a b=(x)"), Err(RateSpecError::Name(_))));
-    assert!(matches!(RateSpec::parse("w=([0-9]"), Err(RateSpecError::Regex { .. })));
-    assert!(matches!(RateSpec::parse("w=[0-9]+"), Err(RateSpecError::Groups { groups: 0, .. })));
+    assert!(matches!(
+        RateSpec::parse("wave"),
+        Err(RateSpecError::Shape(_))
+    ));
+    assert!(matches!(
+        RateSpec::parse("=x(1)"),
+        Err(RateSpecError::Shape(_))
+    ));
+    assert!(matches!(
+        RateSpec::parse("a b=(x)"),
+        Err(RateSpecError::Name(_))
+    ));
+    assert!(matches!(
+        RateSpec::parse("w=([0-9]"),
+        Err(RateSpecError::Regex { .. })
+    ));
+    assert!(matches!(
+        RateSpec::parse("w=[0-9]+"),
+        Err(RateSpecError::Groups { groups: 0, .. })
+    ));
     assert!(matches!(
         RateSpec::parse("w=([0-9]+) ([0-9]+)"),
         Err(RateSpecError::Groups { groups: 2, .. })
@@ -85,7 +143,10 @@ fn ten_thousand_error_lines_keep_two_hundred_and_count_the_rest() {
     let (mut c, _) = collect(text.as_bytes(), Vec::new());
     assert_eq!(c.take().errors.len(), MAX_ERROR_LINES);
     let n = c.counts();
-    assert_eq!((n.lines, n.errors_kept, n.errors_dropped), (10_000, 200, 9_800));
+    assert_eq!(
+        (n.lines, n.errors_kept, n.errors_dropped),
+        (10_000, 200, 9_800)
+    );
     assert_eq!(c.tail().len(), TAIL_LINES);
 }
 
@@ -117,7 +178,12 @@ fn a_ten_megabyte_line_is_cut_and_binary_is_lossy() {
             Ok(())
         }
     }
-    pump(Endless(10 << 20), Some(Count(&mut passed)), Stream::Stdout, &sink);
+    pump(
+        Endless(10 << 20),
+        Some(Count(&mut passed)),
+        Stream::Stdout,
+        &sink,
+    );
     assert_eq!(passed, 10 << 20, "every byte passed through");
     let c = sink.into_inner().unwrap();
     let tail = c.tail();
@@ -138,7 +204,10 @@ fn markers_are_read_as_appended_and_again_after_truncation() {
     let path = m.path().to_path_buf();
     let append = |s: &str| {
         use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(s.as_bytes()).unwrap();
     };
     append("epoch 1\n\nepoch 2 part");
@@ -157,7 +226,11 @@ fn markers_are_read_as_appended_and_again_after_truncation() {
         .collect();
     assert_eq!(
         got,
-        [(1, "epoch 1".to_string()), (2, "epoch 2 partial".into()), (3, "restart".into())]
+        [
+            (1, "epoch 1".to_string()),
+            (2, "epoch 2 partial".into()),
+            (3, "restart".into())
+        ]
     );
 }
 

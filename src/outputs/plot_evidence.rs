@@ -31,7 +31,10 @@ pub fn rate_charts(rec: &Recording) -> String {
         .iter()
         .map(|r| {
             let points: Vec<(f64, f64)> = thin(r).into_iter().map(|(t, v)| (t_s(t), v)).collect();
-            format!("<figure class=\"rate\">{}</figure>\n", chart(r, &points, &markers))
+            format!(
+                "<figure class=\"rate\">{}</figure>\n",
+                chart(r, &points, &markers)
+            )
         })
         .collect()
 }
@@ -61,7 +64,10 @@ fn chart(r: &RateSeries, points: &[(f64, f64)], markers: &[(f64, String)]) -> St
     {
         let root = SVGBackend::with_string(&mut svg, (760, 260)).into_drawing_area();
         let _ = root.fill(&WHITE);
-        let xs = points.iter().map(|p| p.0).chain(markers.iter().map(|m| m.0));
+        let xs = points
+            .iter()
+            .map(|p| p.0)
+            .chain(markers.iter().map(|m| m.0));
         let x_max = xs.fold(1.0f64, f64::max);
         let x_min = points.iter().map(|p| p.0).fold(0.0f64, f64::min);
         let y_max = points.iter().map(|p| p.1).fold(0.0f64, f64::max).max(0.001) * 1.1;

@@ -51,8 +51,8 @@ mod create;
 mod names;
 mod read;
 mod read_host;
-mod read_rows;
 mod read_output;
+mod read_rows;
 mod read_series;
 pub mod run;
 pub mod session;
@@ -61,8 +61,8 @@ mod write_output;
 
 pub use names::{name_of, UnknownValue};
 pub use read::{open, RecordedFinding, RecordedProcess, Recording};
-pub use read_output::{JobEvidence, RateSeries};
 pub use read_host::{HostColumn, HostSummary};
+pub use read_output::{JobEvidence, RateSeries};
 pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
 pub use write::{Recorder, RecordingMeta};
 

@@ -255,9 +255,15 @@ fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
     Ok(Layout {
         labels,
         kernel_log: tables.contains("kernel_log"),
-        output: ["output_lines", "output_tail", "rates", "rate_points", "markers"]
-            .iter()
-            .all(|t| tables.contains(*t)),
+        output: [
+            "output_lines",
+            "output_tail",
+            "rates",
+            "rate_points",
+            "markers",
+        ]
+        .iter()
+        .all(|t| tables.contains(*t)),
         version: SCHEMA_VERSION,
     })
 }

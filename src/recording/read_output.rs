@@ -63,9 +63,8 @@ pub(super) fn evidence(
         return Ok(JobEvidence::default());
     }
     let count = |k: &str| meta.get(k).and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut st = conn.prepare(
-        "SELECT t_ms, stream, kind, text FROM output_lines ORDER BY rowid LIMIT ?1",
-    )?;
+    let mut st =
+        conn.prepare("SELECT t_ms, stream, kind, text FROM output_lines ORDER BY rowid LIMIT ?1")?;
     let errors = st
         .query_map([MAX_ERROR_LINES as i64], |r| {
             let kind: String = r.get(2)?;
@@ -125,7 +124,9 @@ fn rates(conn: &Connection) -> rusqlite::Result<Vec<RateSeries>> {
         .into_iter()
         .map(|(id, name, unit, dropped)| {
             let points = points
-                .query_map([id, MAX_RATE_POINTS as i64], |r| Ok((u64_at(r, 0)?, r.get(1)?)))?
+                .query_map([id, MAX_RATE_POINTS as i64], |r| {
+                    Ok((u64_at(r, 0)?, r.get(1)?))
+                })?
                 .collect::<rusqlite::Result<Vec<(u64, f64)>>>()?;
             Ok(RateSeries {
                 name,

@@ -4,9 +4,9 @@
 use super::session::{step, StepError};
 use super::{Recorder, RecordingError, RecordingMeta};
 use crate::findings::{Finding, Thresholds};
-use crate::job_output::RateSpec;
 use crate::job::{Job, JobEnd};
 use crate::job_output::Capture;
+use crate::job_output::RateSpec;
 use crate::ledger::{Ledger, MemClass};
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};

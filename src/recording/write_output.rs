@@ -38,7 +38,12 @@ impl Recorder {
         for e in &batch.errors {
             tx.execute(
                 "INSERT INTO output_lines(t_ms, stream, kind, text) VALUES (?1, ?2, ?3, ?4)",
-                params![ms(e.line.t_ms), name_of(e.line.stream), e.kind.as_str(), e.line.text],
+                params![
+                    ms(e.line.t_ms),
+                    name_of(e.line.stream),
+                    e.kind.as_str(),
+                    e.line.text
+                ],
             )
             .map_err(&err)?;
         }

@@ -41,7 +41,11 @@ pub(super) fn section(e: &EvidenceSummary) -> String {
         let _ = writeln!(t, "- phase markers: {}", text(&marks.join("; ")));
     }
     if e.errors.is_empty() {
-        let _ = writeln!(t, "- no runtime or driver error lines in the job's output ({} lines)", e.lines);
+        let _ = writeln!(
+            t,
+            "- no runtime or driver error lines in the job's output ({} lines)",
+            e.lines
+        );
         return t + "\n";
     }
     let _ = writeln!(
@@ -54,7 +58,14 @@ pub(super) fn section(e: &EvidenceSummary) -> String {
         .errors
         .iter()
         .take(QUOTED_ERRORS)
-        .map(|l| format!("[{:.1} s {}] {}\n", l.t_s, l.kind.as_str(), visible(&l.text, false)))
+        .map(|l| {
+            format!(
+                "[{:.1} s {}] {}\n",
+                l.t_s,
+                l.kind.as_str(),
+                visible(&l.text, false)
+            )
+        })
         .collect();
     t.push_str(&fenced(&body));
     t.push('\n');

@@ -130,7 +130,11 @@ impl EvidenceSummary {
     pub fn of(rec: &Recording) -> EvidenceSummary {
         let e = &rec.evidence;
         let base = match rec.host.first_ms {
-            0 => rec.meta.get("started_ms").and_then(|v| v.parse().ok()).unwrap_or(0),
+            0 => rec
+                .meta
+                .get("started_ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
             t => t,
         };
         // Lines read before the first sample are said to be at its time.
@@ -203,7 +207,12 @@ mod tests {
             RateChange::Differs { relative } => assert!((relative - 1.0 / 3.0).abs() < 1e-9),
             other => panic!("{other:?}"),
         }
-        assert_eq!(compare_medians(Some(3.0), Some(3.2)), RateChange::Differs { relative: 3.2 / 3.0 - 1.0 });
+        assert_eq!(
+            compare_medians(Some(3.0), Some(3.2)),
+            RateChange::Differs {
+                relative: 3.2 / 3.0 - 1.0
+            }
+        );
         assert_eq!(compare_medians(None, Some(3.0)), RateChange::Unknown);
         assert_eq!(approx(3.04, Some("s/wave")), "~3.0 s/wave");
     }

@@ -20,10 +20,7 @@ pub(super) fn rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
     let mut rows: Vec<Row> = names
         .into_iter()
         .map(|name| {
-            let unit = ea
-                .rate(name)
-                .or(eb.rate(name))
-                .and_then(|r| r.unit.clone());
+            let unit = ea.rate(name).or(eb.rate(name)).and_then(|r| r.unit.clone());
             let value = |s: &RunSummary| {
                 Value::Rate(RateValue {
                     median: s.evidence.rate(name).and_then(|r| r.median),
