@@ -201,6 +201,20 @@ fn diff_says_whether_the_throughput_medians_differ_by_more_than_five_percent() {
 }
 
 #[test]
+fn an_error_kind_this_build_does_not_know_is_an_error_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ledger, _) = record(tmp.path(), "odd", "3.0");
+    let c = rusqlite::Connection::open(&ledger).unwrap();
+    c.execute("UPDATE output_lines SET kind = 'gpu_on_fire'", [])
+        .unwrap();
+    drop(c);
+    let out = run(&["show", ledger.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("output error kind \"gpu_on_fire\""), "{err}");
+}
+
+#[test]
 fn a_schema_3_recording_reads_with_no_evidence_and_a_newer_one_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let (ledger, _) = record(tmp.path(), "old", "3.0");

@@ -71,11 +71,6 @@ impl Collector {
         }
     }
 
-    /// The rate specs, in the order that [`Batch::points`] indexes.
-    pub fn rates(&self) -> &[RateSpec] {
-        &self.rates
-    }
-
     /// Adds one complete line (at most `SCAN_BYTES` of it, without its newline).
     pub fn line(&mut self, stream: Stream, t_ms: u64, bytes: &[u8]) {
         self.counts.lines += 1;

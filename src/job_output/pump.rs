@@ -99,11 +99,6 @@ impl Capture {
         env
     }
 
-    /// The rate specs, in the order [`Batch::points`] indexes.
-    pub fn rates(&self) -> Vec<RateSpec> {
-        lock(&self.sink).rates().to_vec()
-    }
-
     /// Starts passing the job's output through and reading its markers.
     pub fn attach(&mut self, stdout: Option<ChildStdout>, stderr: Option<ChildStderr>) {
         if let Some(r) = stdout {

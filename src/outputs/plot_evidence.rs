@@ -16,7 +16,8 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The charts of a recording's rate series, or nothing when it has none.
+/// The charts of a recording's rate series with its markers; the markers alone as a list when
+/// there is no series to draw them on; nothing when it has neither.
 pub fn rate_charts(rec: &Recording) -> String {
     let base = rec.host.first_ms;
     let t_s = |t: u64| (t as f64 - base as f64) / 1000.0;
@@ -26,6 +27,16 @@ pub fn rate_charts(rec: &Recording) -> String {
         .iter()
         .map(|m| (t_s(m.t_ms), m.text.clone()))
         .collect();
+    if rec.evidence.rates.is_empty() && !markers.is_empty() {
+        let list: Vec<String> = markers
+            .iter()
+            .map(|(t, text)| format!("{t:.1} s {}", esc(text)))
+            .collect();
+        return format!(
+            "<p class=\"markers\">phase markers: {}</p>\n",
+            list.join("; ")
+        );
+    }
     rec.evidence
         .rates
         .iter()
