@@ -201,6 +201,38 @@ fn diff_says_whether_the_throughput_medians_differ_by_more_than_five_percent() {
 }
 
 #[test]
+fn the_job_is_told_where_to_write_markers_and_a_python_buffering_choice_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = tmp.path().join("env.ledger");
+    let out = bin()
+        .args(["record", "-o"])
+        .arg(&ledger)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo \"[$PYTHONUNBUFFERED]\"; test -f \"$GPULEDGER_MARKERS\"",
+        ])
+        .env("PYTHONUNBUFFERED", "")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[]\n");
+    let out = bin()
+        .args(["record", "-o"])
+        .arg(tmp.path().join("env2.ledger"))
+        .args(["--", "sh", "-c", "echo \"[$PYTHONUNBUFFERED]\""])
+        .env_remove("PYTHONUNBUFFERED")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[1]\n");
+}
+
+#[test]
 fn an_error_kind_this_build_does_not_know_is_an_error_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let (ledger, _) = record(tmp.path(), "odd", "3.0");

@@ -91,6 +91,8 @@ pub struct Diff {
     /// One line naming the run that shows the peer-mirror pinning and by how much; `None` when
     /// the runs are not comparable.
     pub verdict: Option<String>,
+    /// Per throughput series: whether the medians differ by more than the tolerance.
+    pub throughput: Vec<(String, RateChange)>,
 }
 
 /// The words of a recorded command that name the job. The simulator's `--backing VALUE` is the
@@ -155,6 +157,7 @@ pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
         ],
         warning,
         verdict,
+        throughput: super::evidence_rows::changes(a, b),
     }
 }
 

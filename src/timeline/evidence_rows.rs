@@ -2,22 +2,37 @@
 //! "~3.0 s/wave vs ~3.0 s/wave") and the first runtime error of each run.
 
 use super::diff::{RateValue, Row, Value};
+use super::evidence::{compare_medians, RateChange};
 use super::RunSummary;
 
 /// Characters of an error line a diff cell shows.
 const ERROR_CELL: usize = 100;
 
-/// Throughput rows for every series either run has, then the first-error row when either run
-/// captured its output.
-pub(super) fn rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
-    let (ea, eb) = (&a.evidence, &b.evidence);
-    let mut names: Vec<&str> = ea.rates.iter().map(|r| r.name.as_str()).collect();
-    for r in &eb.rates {
+/// The names of the rate series either run has, A's first.
+fn names<'a>(a: &'a RunSummary, b: &'a RunSummary) -> Vec<&'a str> {
+    let mut names: Vec<&str> = a.evidence.rates.iter().map(|r| r.name.as_str()).collect();
+    for r in &b.evidence.rates {
         if !names.contains(&r.name.as_str()) {
             names.push(&r.name);
         }
     }
-    let mut rows: Vec<Row> = names
+    names
+}
+
+/// Whether each series' medians differ by more than the tolerance.
+pub(super) fn changes(a: &RunSummary, b: &RunSummary) -> Vec<(String, RateChange)> {
+    let median = |s: &RunSummary, n: &str| s.evidence.rate(n).and_then(|r| r.median);
+    names(a, b)
+        .into_iter()
+        .map(|n| (n.to_string(), compare_medians(median(a, n), median(b, n))))
+        .collect()
+}
+
+/// Throughput rows for every series either run has, then the first-error row when either run
+/// captured its output.
+pub(super) fn rows(a: &RunSummary, b: &RunSummary) -> Vec<Row> {
+    let (ea, eb) = (&a.evidence, &b.evidence);
+    let mut rows: Vec<Row> = names(a, b)
         .into_iter()
         .map(|name| {
             let unit = ea.rate(name).or(eb.rate(name)).and_then(|r| r.unit.clone());
