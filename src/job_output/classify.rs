@@ -60,8 +60,12 @@ impl ErrorKind {
 /// specific layer wins: a UR error that says "out of memory" is a UR error.
 pub fn classify(line: &str) -> Option<ErrorKind> {
     let has = |s: &str| line.contains(s);
-    let lower = line.to_ascii_lowercase();
-    let low = |s: &str| lower.contains(s);
+    // Every line of the job's output passes here: no allocation per line.
+    let low = |s: &str| {
+        line.as_bytes()
+            .windows(s.len())
+            .any(|w| w.eq_ignore_ascii_case(s.as_bytes()))
+    };
     if has("ZE_RESULT_ERROR_") {
         Some(ErrorKind::LevelZero)
     } else if has("UR_RESULT_ERROR_") {

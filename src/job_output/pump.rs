@@ -156,3 +156,11 @@ impl Capture {
         (sink.take(), sink.tail(), sink.counts().clone())
     }
 }
+
+impl Drop for Capture {
+    /// A capture dropped without [`Capture::finish`] (the recording failed) stops its marker
+    /// reader; the pumps end with the job's output.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
