@@ -14,7 +14,9 @@
 //!
 //! Trade-off: the job sees pipes where it would have seen a terminal. Programs that colour or
 //! line-buffer only on a terminal change their output; Python block-buffers a pipe, so record sets
-//! `PYTHONUNBUFFERED=1` unless the environment already sets it.
+//! `PYTHONUNBUFFERED=1` unless the environment already sets it. Each stream keeps its own order;
+//! between stdout and stderr, lines written within the same instant may swap, as with any two
+//! pipes read apart.
 
 mod classify;
 mod collect;
