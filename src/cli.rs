@@ -4,6 +4,7 @@
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use gpuledger::job_output::RateSpec;
 use gpuledger::sim::Scenario;
 use gpuledger::timeline::project::MAX_RANKS;
 use gpuledger::units::{parse_bytes, parse_duration, parse_interval, parse_size_spec, SizeSpec};
@@ -418,6 +419,10 @@ pub struct RecordArgs {
     /// Stop after this long (with --pid, --all or a job; a command is recorded until it exits).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Take a throughput series from the command's output: NAME=REGEX[:UNIT], the regex with
+    /// one capture group around the number, e.g. 'wave=wave time ([0-9.]+) s:s/wave'. Repeatable.
+    #[arg(long = "rate", value_name = "NAME=REGEX[:UNIT]", value_parser = parse_rate)]
+    pub rates: Vec<RateSpec>,
     /// The command to run and record, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -459,6 +464,10 @@ fn slurm_job_id(s: &str) -> Result<String, String> {
             "{s:?} is not a Slurm job id (digits, as in $SLURM_JOB_ID)"
         ))
     }
+}
+
+fn parse_rate(s: &str) -> Result<RateSpec, String> {
+    RateSpec::parse(s).map_err(|e| e.to_string())
 }
 
 /// What guard does when a threshold is crossed.

@@ -10,7 +10,7 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 
 /// A running child with signal forwarding.
 #[derive(Debug)]
@@ -49,20 +49,36 @@ impl JobEnd {
 impl Job {
     /// Starts `argv` in gpuledger's process group and begins forwarding signals to it.
     pub fn spawn(argv: &[String]) -> io::Result<Job> {
-        Job::spawn_with(argv, &[], false)
+        Job::spawn_with(argv, &[], false, false)
     }
 
     /// Like [`Job::spawn`], with extra environment variables for the child.
     pub fn spawn_env(argv: &[String], env: &[(String, String)]) -> io::Result<Job> {
-        Job::spawn_with(argv, env, false)
+        Job::spawn_with(argv, env, false, false)
+    }
+
+    /// Like [`Job::spawn_env`], with the child's stdout and stderr on pipes that the caller reads
+    /// (and must keep reading, or the child blocks on a full pipe).
+    pub fn spawn_piped(
+        argv: &[String],
+        env: &[(String, String)],
+    ) -> io::Result<(Job, Option<ChildStdout>, Option<ChildStderr>)> {
+        let mut job = Job::spawn_with(argv, env, false, true)?;
+        let (out, err) = (job.child.stdout.take(), job.child.stderr.take());
+        Ok((job, out, err))
     }
 
     /// Starts `argv` as the leader of a new process group (its pgid is its pid).
     pub fn spawn_group(argv: &[String]) -> io::Result<Job> {
-        Job::spawn_with(argv, &[], true)
+        Job::spawn_with(argv, &[], true, false)
     }
 
-    fn spawn_with(argv: &[String], env: &[(String, String)], own_group: bool) -> io::Result<Job> {
+    fn spawn_with(
+        argv: &[String],
+        env: &[(String, String)],
+        own_group: bool,
+        piped: bool,
+    ) -> io::Result<Job> {
         let (prog, args) = argv.split_first().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no command given after --")
         })?;
@@ -71,6 +87,9 @@ impl Job {
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         if own_group {
             cmd.process_group(0);
+        }
+        if piped {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         let child = cmd
             .spawn()

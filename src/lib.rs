@@ -12,6 +12,7 @@ pub mod experiment;
 pub mod findings;
 pub mod guard;
 pub mod job;
+pub mod job_output;
 pub mod knowledge;
 pub mod ledger;
 pub mod outputs;

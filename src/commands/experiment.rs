@@ -74,6 +74,7 @@ pub fn run(
         interval,
         duration: None,
         thresholds: t.clone(),
+        rates: Vec::new(),
     };
     let mut configs: Vec<(String, Vec<(String, String)>)> = vec![("as given".into(), Vec::new())];
     configs.extend(

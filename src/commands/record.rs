@@ -37,6 +37,7 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
         interval: args.interval,
         duration: args.duration,
         thresholds: t.clone(),
+        rates: args.rates.clone(),
     };
     let stop = Arc::new(AtomicBool::new(false));
     let root = ctx.open_root()?;

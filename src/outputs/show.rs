@@ -5,7 +5,8 @@ use super::safe_text::display_safe;
 use super::text_table::{render, severity_label, Align, Paint};
 use crate::ledger::DriverHeld;
 use crate::recording::RecordedFinding;
-use crate::timeline::{JobEnd, KernelLine, RunSummary, TimelineFinding};
+use crate::timeline::evidence::approx;
+use crate::timeline::{EvidenceSummary, JobEnd, KernelLine, RunSummary, TimelineFinding};
 use crate::units::{human_bytes, human_opt};
 use serde::Serialize;
 use std::fmt::Write;
@@ -39,6 +40,7 @@ struct ShowJson<'a> {
     findings: &'a [TimelineFinding],
     recorded_findings: &'a [RecordedFinding],
     kernel_log: &'a [KernelLine],
+    evidence: &'a EvidenceSummary,
 }
 
 /// JSON summary (`gpuledger.show/1`; `job_end`, `driver_held_parts` and `recorded_findings`, with
@@ -78,6 +80,7 @@ pub fn render_json(s: &RunSummary) -> String {
         findings: &s.timeline,
         recorded_findings: &s.findings,
         kernel_log: &s.kernel,
+        evidence: &s.evidence,
     };
     serde_json::to_string_pretty(&doc).expect("plain data") + "\n"
 }
@@ -188,6 +191,7 @@ pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
             );
         }
     }
+    out.push_str(&evidence_text(&s.evidence));
     out.push_str("\nTimeline findings\n");
     if s.timeline.is_empty() {
         out.push_str("  none\n");
@@ -201,6 +205,54 @@ pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
             f.t_s,
             display_safe(&f.message)
         );
+    }
+    out
+}
+
+/// Error lines `show` prints before saying how many more there are.
+const SHOWN_ERRORS: usize = 5;
+
+/// The job's own evidence: error lines (the first few and how many), the tail's length, each rate
+/// series and the markers. Nothing when the output was not captured.
+fn evidence_text(e: &EvidenceSummary) -> String {
+    let mut out = String::new();
+    if !e.captured {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nJob output ({} lines, last {} kept; {} runtime/driver error lines)",
+        e.lines,
+        e.tail.len(),
+        e.error_count()
+    );
+    for l in e.errors.iter().take(SHOWN_ERRORS) {
+        let _ = writeln!(
+            out,
+            "  {:>7.1} s  {:<16}  {}",
+            l.t_s,
+            l.kind.as_str(),
+            display_safe(&l.text)
+        );
+    }
+    let more = e.error_count().saturating_sub(SHOWN_ERRORS as u64);
+    if more > 0 {
+        let _ = writeln!(out, "  … and {more} more error lines");
+    }
+    for r in &e.rates {
+        let v = |x: Option<f64>| x.map_or("-".into(), |x| approx(x, r.unit.as_deref()));
+        let _ = writeln!(
+            out,
+            "  rate {}: {} points, median {}, first {}, last {}",
+            display_safe(&r.name),
+            r.n,
+            v(r.median),
+            v(r.first),
+            v(r.last)
+        );
+    }
+    for m in &e.markers {
+        let _ = writeln!(out, "  marker {:>7.1} s  {}", m.t_s, display_safe(&m.text));
     }
     out
 }

@@ -1,6 +1,6 @@
 //! Recordings: a timeline of ledgers in one self-contained SQLite file.
 //!
-//! Schema version 3 (`meta.schema_version`):
+//! Schema version 4 (`meta.schema_version`):
 //! - `meta(key, value)`: schema_version, command (JSON array), root, interval_ms, started_ms,
 //!   gpuledger_version, kernel, and at the end exit_code / signal / ended_ms; a followed job's
 //!   labels as `label.<name>` (slurm_job, slurm_steps, user, node, partition, followed, pod,
@@ -20,8 +20,14 @@
 //!   over the whole recording, kept apart and labelled so wherever it is shown.
 //! - `kernel_log(sample, kind, message)`: kernel lines in the recording's window that match
 //!   page-allocation failures, the OOM killer or a GPU driver (`sources::kmsg`).
+//! - The job's own evidence (`job_output`), for a command that `record` started:
+//!   `output_lines(t_ms, stream, kind, text)`: its runtime/driver error lines (bounded);
+//!   `output_tail(seq, t_ms, stream, text)`: its last lines; `rates(id, name, unit, regex,
+//!   dropped)` and `rate_points(rate, t_ms, value)`: `--rate` series; `markers(t_ms, text)`: the
+//!   phase markers it wrote. `meta.output_captured` says the output was captured at all;
+//!   `meta.output_lines` and `meta.output_errors_dropped` count what was seen and not kept.
 //!
-//! Version 2 lacks the driver-held columns and `worst_severity`, and its `severity` is the worst
+//! Version 3 lacks the evidence tables; it reads with no evidence. Version 2 lacks the driver-held columns and `worst_severity`, and its `severity` is the worst
 //! over time. Reading it, driver-held is GPUActive, else the unaccounted residual (what it
 //! recorded: attributed pinned shmem was not kept), the stored severity becomes
 //! `worst_severity`, and a finding's severity at its peak is the one its backing implies
@@ -48,15 +54,18 @@ pub mod follow;
 mod names;
 mod read;
 mod read_host;
+mod read_output;
 mod read_rows;
 mod read_series;
 pub mod run;
 pub mod session;
 mod write;
+mod write_output;
 
 pub use names::{name_of, UnknownValue};
 pub use read::{open, RecordedFinding, RecordedProcess, Recording};
 pub use read_host::{HostColumn, HostSummary};
+pub use read_output::{JobEvidence, RateSeries};
 pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
 pub use write::{Recorder, RecordingMeta};
 
@@ -64,7 +73,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 /// The oldest schema version this build reads.
 pub const OLDEST_READABLE: i64 = 1;
 /// How often a recorder copies its WAL into the main file.
@@ -150,6 +159,14 @@ CREATE TABLE findings(kind TEXT NOT NULL, pid INTEGER NOT NULL, device TEXT NOT 
   peer TEXT NOT NULL, severity TEXT NOT NULL, rank INTEGER, bytes_peak INTEGER NOT NULL,
   backing TEXT, source TEXT, message TEXT NOT NULL, first_sample INTEGER NOT NULL,
   last_sample INTEGER NOT NULL, worst_severity TEXT NOT NULL, PRIMARY KEY(kind, pid, device, peer));
+CREATE TABLE output_lines(t_ms INTEGER NOT NULL, stream TEXT NOT NULL, kind TEXT NOT NULL,
+  text TEXT NOT NULL);
+CREATE TABLE output_tail(seq INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, stream TEXT NOT NULL,
+  text TEXT NOT NULL);
+CREATE TABLE rates(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, unit TEXT,
+  regex TEXT NOT NULL, dropped INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE rate_points(rate INTEGER NOT NULL, t_ms INTEGER NOT NULL, value REAL NOT NULL);
+CREATE TABLE markers(t_ms INTEGER NOT NULL, text TEXT NOT NULL);
 ";
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ impl RecordedFinding {
 }
 
 /// A recording, read back with bounded memory.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Recording {
     /// `meta` table.
     pub meta: BTreeMap<String, String>,
@@ -110,6 +110,8 @@ pub struct Recording {
     pub kernel_counts: BTreeMap<String, usize>,
     /// Times (ms since the epoch) of the sample indices that processes, findings and series name.
     pub times: BTreeMap<usize, u64>,
+    /// What the job's own output showed (empty before schema 4 and in attach modes).
+    pub evidence: super::JobEvidence,
 }
 
 impl Recording {
@@ -275,6 +277,15 @@ fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
     Ok(Layout {
         labels,
         kernel_log: tables.contains("kernel_log"),
+        output: [
+            "output_lines",
+            "output_tail",
+            "rates",
+            "rate_points",
+            "markers",
+        ]
+        .iter()
+        .all(|t| tables.contains(*t)),
         version: SCHEMA_VERSION,
     })
 }
@@ -315,7 +326,9 @@ fn read_all(
         wanted.extend(s.steps.values().map(|st| st.first));
     }
     let (host, times) = fold_host(conn, cols, layout, end_job, &wanted)?;
+    let evidence = super::read_output::evidence(conn, &meta, layout)?;
     Ok(Recording {
+        evidence,
         meta,
         host,
         span,

@@ -16,6 +16,8 @@ pub(super) const KERNEL_LINES: usize = 1000;
 pub(super) struct Layout {
     pub labels: bool,
     pub kernel_log: bool,
+    /// The job-evidence tables exist (schema 4).
+    pub output: bool,
     /// `meta.schema_version`.
     pub version: i64,
 }
@@ -24,6 +26,11 @@ impl Layout {
     /// Version 3 added the driver-held sample columns and `findings.worst_severity`.
     pub fn has_driver_held(self) -> bool {
         self.version >= 3
+    }
+
+    /// Version 4 added the job's own evidence.
+    pub fn has_evidence(self) -> bool {
+        self.version >= 4 && self.output
     }
 }
 

@@ -6,6 +6,8 @@ use super::session::{step, StepError};
 use super::{Recorder, RecordingError, RecordingMeta};
 use crate::findings::{Finding, Thresholds};
 use crate::job::{Job, JobEnd};
+use crate::job_output::Capture;
+use crate::job_output::RateSpec;
 use crate::ledger::{Ledger, MemClass};
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
@@ -43,6 +45,8 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// Finding thresholds.
     pub thresholds: Thresholds,
+    /// `--rate` series to take from a started command's output.
+    pub rates: Vec<RateSpec>,
 }
 
 /// Running peaks, for progress lines.
@@ -145,9 +149,12 @@ pub fn record(
         _ => None,
     };
     // The file exists before the command starts, so a bad -o never leaves an unrecorded job.
-    let mut job = match target {
-        Target::Command { argv, env } => Some(Job::spawn_env(argv, env).map_err(RunError::Spawn)?),
-        _ => None,
+    let (mut job, mut capture) = match target {
+        Target::Command { argv, env } => {
+            let (job, capture) = start_captured(argv, env, opts, &mut recorder)?;
+            (Some(job), Some(capture))
+        }
+        _ => (None, None),
     };
     let scope = match (target, &job, live) {
         (_, Some(j), true) => Scope::Tree([j.pid()].into()),
@@ -203,6 +210,9 @@ pub fn record(
                 Err(StepError::Sample(_)) => {}
                 Err(StepError::Write(e)) => write_error = Some(e),
             }
+            if let (Some(c), None) = (&capture, &write_error) {
+                write_error = recorder.add_output(&c.take()).err();
+            }
             if let (Some(k), None) = (kmsg.as_mut(), &write_error) {
                 let lines = k.read_new(sampler.root()).unwrap_or_default();
                 if let Err(e) = recorder.add_kernel(&lines) {
@@ -236,6 +246,11 @@ pub fn record(
             if kmsg.is_none() && live {
                 recorder.add_kernel(&kmsg::journal_since(started_ms / 1000))?;
             }
+            if let Some(c) = capture.take() {
+                let (batch, tail, counts) = c.finish(OUTPUT_WAIT);
+                recorder.add_output(&batch)?;
+                recorder.finish_output(&tail, &counts)?;
+            }
             recorder.finish(
                 now_ms(),
                 end.and_then(|e| e.code),
@@ -248,6 +263,25 @@ pub fn record(
         job: end,
         write_error,
     })
+}
+
+/// How long a finished job's output may stay open (a daemon it started holds the pipes).
+const OUTPUT_WAIT: Duration = Duration::from_secs(2);
+
+/// Starts the command with its output captured and the marker file named in its environment.
+fn start_captured(
+    argv: &[String],
+    env: &[(String, String)],
+    opts: &RunOptions,
+    recorder: &mut Recorder,
+) -> Result<(Job, Capture), RunError> {
+    let mut capture = Capture::prepare(opts.rates.clone()).map_err(RunError::Spawn)?;
+    recorder.start_output(&opts.rates)?;
+    let mut all = env.to_vec();
+    all.extend(capture.env());
+    let (job, out, err) = Job::spawn_piped(argv, &all).map_err(RunError::Spawn)?;
+    capture.attach(out, err);
+    Ok((job, capture))
 }
 
 /// The end of the job in a simulated tree (`gpuledger-sim/job.json`), when it has ended; its way

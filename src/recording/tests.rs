@@ -90,3 +90,52 @@ fn driver_held_and_severity_come_back_as_the_ledger_said_them() {
     );
     assert_eq!(f.message, format!("{} NotPinned", 18u64 << 30));
 }
+
+#[test]
+fn job_evidence_round_trips_and_a_stuffed_file_reads_bounded() {
+    use crate::job_output::{Collector, ErrorKind, RateSpec, Stream, TAIL_LINES};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ev.ledger");
+    let mut r = Recorder::create(&path, &RecordingMeta::default()).unwrap();
+    let rates = vec![RateSpec::parse("wave=wave ([0-9.]+):s/wave").unwrap()];
+    r.start_output(&rates).unwrap();
+    let mut c = Collector::new(rates);
+    c.line(Stream::Stdout, 10, b"wave 3.5");
+    c.line(Stream::Stderr, 20, b"hipErrorOutOfMemory");
+    c.marker(15, b"epoch 1");
+    r.add_output(&c.take()).unwrap();
+    r.finish_output(&c.tail(), c.counts()).unwrap();
+    r.add(&ledger(5, 0, 0), &[]).unwrap();
+    r.finish(30, Some(0), None).unwrap();
+    drop(r);
+    let e = open(&path).unwrap().evidence;
+    assert!(e.captured);
+    assert_eq!(e.lines, 2);
+    assert_eq!(e.errors.len(), 1);
+    assert_eq!(
+        (
+            e.errors[0].kind,
+            e.errors[0].line.stream,
+            e.errors[0].line.t_ms
+        ),
+        (ErrorKind::Hip, Stream::Stderr, 20)
+    );
+    assert_eq!(e.rates[0].points, [(10, 3.5)]);
+    assert_eq!(e.rates[0].unit.as_deref(), Some("s/wave"));
+    assert_eq!(e.markers[0].text, "epoch 1");
+    assert_eq!(e.tail.len(), 2);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 10 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+         INSERT INTO output_tail(seq, t_ms, stream, text) SELECT i, i, 'stdout', 'x' FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let tail = open(&path).unwrap().evidence.tail;
+    assert_eq!(tail.len(), TAIL_LINES);
+    assert_eq!(
+        tail.last().map(|l| l.t_ms),
+        Some(5000),
+        "the last lines, in order"
+    );
+}

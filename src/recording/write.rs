@@ -29,8 +29,8 @@ type Values = (Option<u64>, Option<u64>, Option<u64>);
 /// Appends samples to a recording.
 #[derive(Debug)]
 pub struct Recorder {
-    conn: Connection,
-    path: String,
+    pub(super) conn: Connection,
+    pub(super) path: String,
     series: HashMap<(u32, String, String), (i64, Values)>,
     pids: HashSet<u32>,
     devices: HashSet<String>,
@@ -87,7 +87,7 @@ impl Recorder {
         }
     }
 
-    fn err(&self) -> impl Fn(rusqlite::Error) -> RecordingError + '_ {
+    pub(super) fn err(&self) -> impl Fn(rusqlite::Error) -> RecordingError + '_ {
         move |source| RecordingError::Sqlite {
             path: self.path.clone(),
             source,

@@ -5,6 +5,7 @@
 //! evidence without the form's fields. Whatever was not found says "not found".
 
 mod escape;
+mod evidence;
 mod redact;
 mod related;
 mod sections;

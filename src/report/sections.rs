@@ -296,6 +296,7 @@ fn recording(name: &str, rec: &Recording, s: &RunSummary) -> String {
         );
     }
     t.push('\n');
+    t.push_str(&super::evidence::section(&s.evidence));
     t
 }
 
@@ -310,10 +311,12 @@ fn bad_vs_good(a_name: &str, b_name: &str, d: &diff::Diff) -> String {
         diff::Value::Bytes(b) => human_opt(*b),
         diff::Value::Seconds(s) => format!("{s:.1} s"),
         diff::Value::Text(x) => text(x),
+        rate @ diff::Value::Rate(_) => text(&rate.show()),
     };
     for r in &d.rows {
         let _ = writeln!(t, "| {} | {} | {} |", text(&r.what), show(&r.a), show(&r.b));
     }
+    t.push_str(&super::evidence::throughput_lines(d));
     for line in d.warning.iter().chain(&d.verdict) {
         let _ = writeln!(t, "\n{}\n", text(line));
     }

@@ -1,6 +1,8 @@
 //! `diff`: the seed's bad-vs-good table, computed from two recordings.
 
+use super::evidence::{approx, compare_medians, RateChange, THROUGHPUT_TOLERANCE};
 use super::{PeerHost, Registrations, RunSummary};
+use crate::outputs::safe_text::display_safe;
 use crate::outputs::text_table::{render, Align};
 use crate::recording::RecordedFinding;
 use crate::units::human_bytes;
@@ -17,15 +19,50 @@ pub enum Value {
     Seconds(f64),
     /// Free text.
     Text(String),
+    /// A throughput series' median.
+    Rate(RateValue),
+}
+
+/// A throughput series' median, as one run recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateValue {
+    /// Median (null when the run has no such series).
+    pub median: Option<f64>,
+    /// Unit.
+    pub unit: Option<String>,
 }
 
 impl Value {
-    fn show(&self) -> String {
+    /// The value as a table cell shows it (`~3.0 s/wave`); text is raw, escape it to display.
+    pub fn show(&self) -> String {
         match self {
             Value::Bytes(b) => b.map(human_bytes).unwrap_or_else(|| "not recorded".into()),
             Value::Seconds(s) => format!("{s:.1} s"),
             Value::Text(t) => t.clone(),
+            Value::Rate(r) => r
+                .median
+                .map(|m| approx(m, r.unit.as_deref()))
+                .unwrap_or_else(|| "not recorded".into()),
         }
+    }
+}
+
+/// The "B - A" column of a row.
+pub fn change(a: &Value, b: &Value) -> String {
+    match (a, b) {
+        (Value::Bytes(Some(x)), Value::Bytes(Some(y))) => {
+            let delta = *y as i128 - *x as i128;
+            let sign = if delta < 0 { "-" } else { "+" };
+            format!("{sign}{}", human_bytes(delta.unsigned_abs() as u64))
+        }
+        (Value::Seconds(x), Value::Seconds(y)) => format!("{:+.1} s", y - x),
+        (Value::Rate(x), Value::Rate(y)) => match compare_medians(x.median, y.median) {
+            RateChange::Same => format!("same (within {:.0} %)", THROUGHPUT_TOLERANCE * 100.0),
+            RateChange::Differs { relative } => format!("differs ({:+.0} %)", relative * 100.0),
+            RateChange::Unknown => "not comparable".into(),
+        },
+        (x, y) if x == y => "same".into(),
+        _ => "differs".into(),
     }
 }
 
@@ -54,6 +91,8 @@ pub struct Diff {
     /// One line naming the run that shows the peer-mirror pinning and by how much; `None` when
     /// the runs are not comparable.
     pub verdict: Option<String>,
+    /// Per throughput series: whether the medians differ by more than the tolerance.
+    pub throughput: Vec<(String, RateChange)>,
 }
 
 /// The words of a recorded command that name the job. The simulator's `--backing VALUE` is the
@@ -102,6 +141,7 @@ fn different_jobs(a: &RunSummary, b: &RunSummary) -> Option<String> {
 pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
     let mut rows = peer_rows(a, b);
     rows.extend(host_rows(a, b));
+    rows.extend(super::evidence_rows::rows(a, b));
     rows.extend(context_rows(a, b));
     let warning = different_jobs(a, b);
     let verdict = match warning {
@@ -117,6 +157,7 @@ pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
         ],
         warning,
         verdict,
+        throughput: super::evidence_rows::changes(a, b),
     }
 }
 
@@ -289,17 +330,8 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         .rows
         .iter()
         .map(|r| {
-            let change = match (&r.a, &r.b) {
-                (Value::Bytes(Some(x)), Value::Bytes(Some(y))) => {
-                    let delta = *y as i128 - *x as i128;
-                    let sign = if delta < 0 { "-" } else { "+" };
-                    format!("{sign}{}", human_bytes(delta.unsigned_abs() as u64))
-                }
-                (Value::Seconds(x), Value::Seconds(y)) => format!("{:+.1} s", y - x),
-                (x, y) if x == y => "same".into(),
-                _ => "differs".into(),
-            };
-            vec![r.what.clone(), r.a.show(), r.b.show(), change]
+            let cell = |v: &Value| display_safe(&v.show()).into_owned();
+            vec![r.what.clone(), cell(&r.a), cell(&r.b), change(&r.a, &r.b)]
         })
         .collect();
     let headers = [

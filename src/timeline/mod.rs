@@ -1,6 +1,8 @@
 //! Timeline analysis of a recording: per-rank peaks, growth patterns and the bad-vs-good diff.
 
 pub mod diff;
+pub mod evidence;
+mod evidence_rows;
 mod job_end;
 mod job_set;
 mod patterns;
@@ -10,6 +12,7 @@ mod shapes;
 mod summary;
 pub mod view;
 
+pub use evidence::EvidenceSummary;
 pub use job_end::{JobEnd, KernelEvidence};
 pub use job_set::{JobSet, NodeFinding, NodeRun, RankPeak};
 pub use patterns::{analyze, TimelineFinding, TimelineKind};

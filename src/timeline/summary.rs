@@ -91,6 +91,8 @@ pub struct RunSummary {
     pub versions: BTreeMap<String, String>,
     /// A followed job's labels (`slurm_job`, `user`, `node`, …), where recorded.
     pub labels: BTreeMap<String, String>,
+    /// What the job's own output showed: error lines, tail, rates, markers.
+    pub evidence: super::EvidenceSummary,
 }
 
 impl RunSummary {
@@ -152,6 +154,7 @@ impl RunSummary {
                 .iter()
                 .filter_map(|(k, v)| Some((k.strip_prefix(LABEL_PREFIX)?.to_string(), v.clone())))
                 .collect(),
+            evidence: super::EvidenceSummary::of(rec),
         }
     }
 

@@ -114,15 +114,9 @@ fn rank_table(pairs: &[RankPair], n: usize, verdict: &[(&str, &str)]) -> String 
     out
 }
 
+/// A cell: whether it is a number (right-aligned), and its escaped text as the diff shows it.
 fn value(v: &Value) -> (bool, String) {
-    match v {
-        Value::Bytes(b) => (
-            true,
-            b.map(human_bytes).unwrap_or_else(|| "not recorded".into()),
-        ),
-        Value::Seconds(s) => (true, format!("{s:.1} s")),
-        Value::Text(t) => (false, esc(t)),
-    }
+    (!matches!(v, Value::Text(_)), esc(&v.show()))
 }
 
 /// The run-level rows of the diff: host memory, duration, job end, what differs around the runs.

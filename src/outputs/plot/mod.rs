@@ -9,6 +9,7 @@
 
 mod chart;
 mod compare;
+mod evidence;
 mod findings;
 mod overlay;
 mod page;
@@ -35,13 +36,15 @@ pub struct Run<'a> {
 pub fn sections(runs: &[Run]) -> Vec<Section> {
     let summaries: Vec<&RunSummary> = runs.iter().map(|r| &r.summary).collect();
     let pairs = pair_ranks(&summaries);
-    vec![
+    let mut out = vec![
         compare::section(runs, &pairs),
         overlay::class_section(runs, &pairs, MemClass::Device),
         overlay::class_section(runs, &pairs, MemClass::Host),
         overlay::host_section(runs),
-        findings::section(runs),
-    ]
+    ];
+    out.extend(evidence::section(runs));
+    out.push(findings::section(runs));
+    out
 }
 
 /// The whole page for one or two recordings (a third and later are not drawn).
