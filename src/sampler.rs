@@ -290,6 +290,14 @@ impl Sampler {
                     .collect()
             },
             dmem_capacity: self.dmem_capacity.clone(),
+            pod_names: if processes
+                .iter()
+                .any(|p| p.cgroup.as_deref().is_some_and(|c| c.contains("pod")))
+            {
+                crate::sources::k8s_pods::read_pod_names(&self.root)
+            } else {
+                BTreeMap::new()
+            },
             processes,
             nvml: nv,
             stats,

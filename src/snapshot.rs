@@ -29,6 +29,10 @@ pub struct Snapshot {
     /// The cgroups of the GPU processes.
     #[serde(default)]
     pub cgroups: Vec<crate::sources::cgroup::CgroupInfo>,
+    /// Kubernetes pod namespace and name by pod uid, from the kubelet's log directory (read
+    /// only when a GPU process runs in a pod).
+    #[serde(default)]
+    pub pod_names: BTreeMap<String, crate::sources::k8s_pods::PodName>,
     /// The root cgroup's `dmem.capacity` by region.
     #[serde(default)]
     pub dmem_capacity: BTreeMap<String, u64>,

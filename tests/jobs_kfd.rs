@@ -117,6 +117,11 @@ fn metrics_carry_job_labels_only_when_present() {
             && pod_line.contains("container=\""),
         "{pod_line}"
     );
+    // Namespace and name from the kubelet's /var/log/pods/<namespace>_<name>_<uid>.
+    assert!(
+        pod_line.contains("namespace=\"ml-team\"") && pod_line.contains("pod_name=\"trainer-0\""),
+        "{pod_line}"
+    );
     let slurm_line = text
         .lines()
         .find(|l| l.starts_with("gpuledger_process_memory_bytes{pid=\"5002\""))

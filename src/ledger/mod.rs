@@ -277,10 +277,7 @@ impl Ledger {
                         .iter()
                         .any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Kfd),
                     cgroup: p.cgroup.clone(),
-                    labels: crate::sources::cgroup::labels(
-                        p.cgroup.as_deref().unwrap_or(""),
-                        p.env.get("SLURM_JOB_ID").map(String::as_str),
-                    ),
+                    labels: job_labels(p, &s.pod_names),
                 }
             })
             .collect();
@@ -458,6 +455,23 @@ fn home_device(usage: &[Usage]) -> Option<String> {
     }
     let devices: BTreeSet<&str> = usage.iter().map(|u| u.device.as_str()).collect();
     (devices.len() == 1).then(|| devices.into_iter().next().unwrap_or_default().to_string())
+}
+
+/// A process's job labels from its cgroup path and environment, with its pod's namespace and
+/// name where the kubelet's log directory names them.
+fn job_labels(
+    p: &crate::snapshot::ProcessSample,
+    pods: &BTreeMap<String, crate::sources::k8s_pods::PodName>,
+) -> crate::sources::cgroup::JobLabels {
+    let mut l = crate::sources::cgroup::labels(
+        p.cgroup.as_deref().unwrap_or(""),
+        p.env.get("SLURM_JOB_ID").map(String::as_str),
+    );
+    if let Some(pod) = l.pod.as_ref().and_then(|uid| pods.get(uid)) {
+        l.namespace = Some(pod.namespace.clone());
+        l.pod_name = Some(pod.name.clone());
+    }
+    l
 }
 
 #[cfg(test)]

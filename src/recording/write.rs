@@ -156,6 +156,7 @@ impl Recorder {
                 let env = serde_json::to_string(&p.env).expect("plain data");
                 let labels = serde_json::json!({
                     "cgroup": p.cgroup, "pod": p.labels.pod, "container": p.labels.container, "job": p.labels.job,
+                    "namespace": p.labels.namespace, "pod_name": p.labels.pod_name,
                 })
                 .to_string();
                 tx.execute(

@@ -201,7 +201,9 @@ fn process_gauges(ledger: &Ledger, opts: &MetricsOptions) -> SortedGauges {
                 // Job labels only where present, and only on kept series (cardinality).
                 if keep {
                     let job = [
+                        ("namespace", &p.labels.namespace),
                         ("pod", &p.labels.pod),
+                        ("pod_name", &p.labels.pod_name),
                         ("container", &p.labels.container),
                         ("job", &p.labels.job),
                     ];

@@ -20,6 +20,12 @@ pub struct JobLabels {
     pub container: Option<String>,
     /// Slurm job id.
     pub job: Option<String>,
+    /// Kubernetes namespace of the pod (from the kubelet's log directory).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Kubernetes pod name (the same source).
+    #[serde(default)]
+    pub pod_name: Option<String>,
 }
 
 /// The process's cgroup path: the v2 `0::` line, else the v1 memory controller's.

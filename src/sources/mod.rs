@@ -4,6 +4,7 @@ pub mod cgroup;
 pub mod cgroup_procs;
 pub mod drm_devices;
 pub mod drm_fdinfo;
+pub mod k8s_pods;
 pub mod kfd;
 pub mod kmsg;
 pub mod meminfo;

@@ -172,7 +172,9 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
             ];
             let j = &p.labels;
             for (k, v) in [
+                ("namespace", &j.namespace),
                 ("pod", &j.pod),
+                ("pod_name", &j.pod_name),
                 ("container", &j.container),
                 ("job", &j.job),
             ] {
@@ -259,6 +261,8 @@ fn process(i: usize, w: &impl Fn(usize) -> String) -> ProcessRow {
             pod: Some(w(i + 3)),
             container: Some(w(i + 4)),
             job: (i % 2 == 0).then(|| w(i + 5)),
+            namespace: (i % 3 == 0).then(|| w(i + 6)),
+            pod_name: (i % 3 == 0).then(|| w(i + 7)),
         },
     }
 }
