@@ -136,4 +136,10 @@ fn nodes_are_named_by_their_label_and_different_jobs_are_flagged() {
         "{text}"
     );
     assert!(text.contains("worst node  gpu-07"), "{text}");
+
+    let one = job.join("x.ledger");
+    let doc: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["show", one.to_str().unwrap(), "--json"], 0)).unwrap();
+    assert_eq!(doc["labels"]["node"], "gpu-07", "labels in show --json");
+    assert_eq!(doc["labels"]["slurm_job"], "41");
 }

@@ -41,10 +41,12 @@ struct ShowJson<'a> {
     recorded_findings: &'a [RecordedFinding],
     kernel_log: &'a [KernelLine],
     evidence: &'a EvidenceSummary,
+    labels: &'a std::collections::BTreeMap<String, String>,
 }
 
-/// JSON summary (`gpuledger.show/1`; `job_end`, `driver_held_parts` and `recorded_findings`, with
-/// each finding's severity at its peak and its worst over time, were added without breaking it).
+/// JSON summary (`gpuledger.show/1`; `job_end`, `driver_held_parts`, `recorded_findings` (each
+/// finding's severity at its peak and its worst over time), `evidence` and the followed job's
+/// `labels` were added without breaking it).
 pub fn render_json(s: &RunSummary) -> String {
     let (exit_code, signal) = match s.job_end {
         JobEnd::Exited { code, .. } => (Some(code), None),
@@ -81,6 +83,7 @@ pub fn render_json(s: &RunSummary) -> String {
         recorded_findings: &s.findings,
         kernel_log: &s.kernel,
         evidence: &s.evidence,
+        labels: &s.labels,
     };
     serde_json::to_string_pretty(&doc).expect("plain data") + "\n"
 }
