@@ -208,8 +208,9 @@ pub enum Command {
     /// Write a Markdown bug report: environment, GPUs, per-fd accounting, findings, and with
     /// recordings their peaks, timeline findings and (two recordings) the bad-vs-good table.
     Report {
-        /// Zero, one or two recordings (A = bad, B = good).
-        #[arg(value_name = "RECORDING", num_args = 0..=2)]
+        /// Zero, one or two runs (A = bad, B = good), each a recording or a directory of one
+        /// job's recordings (one per node: the worst node is quoted, every node is listed).
+        #[arg(value_name = "RECORDING|DIR", num_args = 0..=2)]
         recordings: Vec<PathBuf>,
         /// Output file (default: standard output).
         #[arg(short, long, value_name = "FILE")]
@@ -224,8 +225,9 @@ pub enum Command {
     /// Draw one or two recordings as a self-contained HTML page (inline SVG, no scripts):
     /// timelines per rank and device, host counters, allocator steps, findings, and the diff.
     Plot {
-        /// One or two recordings.
-        #[arg(value_name = "RECORDING", num_args = 1..=2, required = true)]
+        /// One or two runs, each a recording or a directory of one job's recordings (one per
+        /// node: the worst node is drawn, every node is listed).
+        #[arg(value_name = "RECORDING|DIR", num_args = 1..=2, required = true)]
         recordings: Vec<PathBuf>,
         /// Output HTML file.
         #[arg(

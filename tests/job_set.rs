@@ -143,3 +143,40 @@ fn nodes_are_named_by_their_label_and_different_jobs_are_flagged() {
     assert_eq!(doc["labels"]["node"], "gpu-07", "labels in show --json");
     assert_eq!(doc["labels"]["slurm_job"], "41");
 }
+
+#[test]
+fn plot_and_report_draw_the_worst_node_and_list_every_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    node_labelled(&job, tmp.path(), "a", "deferred", &["node=gpu-01"]);
+    node_labelled(&job, tmp.path(), "b", "eager", &["node=gpu-02"]);
+    let j = job.to_str().unwrap();
+    let page = tmp.path().join("p.html");
+    stdout_of(&["plot", j, "-o", page.to_str().unwrap()], 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<section id=\"nodes\">"), "a nodes section");
+    assert!(html.contains("node gpu-02, the worst of 2 nodes"));
+    assert!(html.contains("gpu-01"), "every node listed");
+
+    let tree = tmp.path().join("tree-a-deferred");
+    let t = tree.to_str().unwrap();
+    let report = stdout_of(&["--root", t, "report", j, "--template", "generic"], 0);
+    assert!(report.contains("### Nodes of a multi-node run"), "{report}");
+    assert!(report.contains("worst node  gpu-02"), "{report}");
+    let redacted = stdout_of(
+        &[
+            "--root",
+            t,
+            "report",
+            j,
+            "--template",
+            "generic",
+            "--redact",
+        ],
+        0,
+    );
+    assert!(
+        !redacted.contains("gpu-01") && !redacted.contains("gpu-02"),
+        "{redacted}"
+    );
+}

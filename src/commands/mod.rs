@@ -197,16 +197,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn plot(files: &[std::path::PathBuf], output: &std::path::Path) -> Result<ExitCode> {
-    let recs = files
+    let runs = files
         .iter()
-        .map(|f| {
-            Ok((
-                f.display().to_string(),
-                gpuledger::recording::open(f).context("plot")?,
-            ))
-        })
+        .map(|f| recordings::open_run(f, "plot"))
         .collect::<Result<Vec<_>>>()?;
-    let html = gpuledger::outputs::plot::render_html(&recs);
+    let (recs, sets): (Vec<_>, Vec<_>) = runs.into_iter().map(|r| ((r.name, r.rec), r.set)).unzip();
+    let sets: Vec<_> = sets.iter().map(Option::as_ref).collect();
+    let html = gpuledger::outputs::plot::render_html(&recs, &sets);
     std::fs::write(output, html).with_context(|| format!("cannot write {}", output.display()))?;
     eprintln!(
         "wrote {} (self-contained: open it in any browser)",

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use gpuledger::findings::{analyze, Thresholds};
 use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::Ledger;
-use gpuledger::recording;
+use gpuledger::outputs::job_set;
 use gpuledger::report::{nvidia_from_nvml, render, ReportInput, Template};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sources::system_info;
@@ -20,15 +20,30 @@ pub fn run(
     redact: bool,
     t: &Thresholds,
 ) -> Result<ExitCode> {
-    let recordings = files
+    let runs = files
         .iter()
-        .map(|f| {
-            Ok((
-                f.display().to_string(),
-                recording::open(f).context("report")?,
-            ))
-        })
+        .map(|f| super::recordings::open_run(f, "report"))
         .collect::<Result<Vec<_>>>()?;
+    let (recordings, sets): (Vec<_>, Vec<_>) =
+        runs.into_iter().map(|r| ((r.name, r.rec), r.set)).unzip();
+    let nodes: Vec<String> = sets
+        .iter()
+        .zip(&recordings)
+        .filter_map(|(set, (name, _))| {
+            set.as_ref()
+                .map(|s| format!("{name}\n{}", job_set::render_text(s)))
+        })
+        .collect();
+    let node_names: Vec<String> = sets
+        .iter()
+        .flatten()
+        // A node shown twice carries its file name in brackets; the name itself is redacted.
+        .flat_map(|s| {
+            s.nodes
+                .iter()
+                .map(|n| n.node.split(" (").next().unwrap_or("").to_string())
+        })
+        .collect();
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
     let ledger = Ledger::from_snapshot(&snapshot);
@@ -60,6 +75,8 @@ pub fn run(
         system: &system,
         recordings: &recordings,
         related: &related,
+        nodes: &nodes,
+        node_names: &node_names,
     });
     match output {
         None => super::print(&text)?,

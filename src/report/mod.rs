@@ -45,13 +45,18 @@ pub struct ReportInput<'a> {
     /// Entries of the known-issues base that match the machine and the findings of the
     /// snapshot and the recordings.
     pub related: &'a Assessment,
+    /// For each run that is a multi-node job: its nodes as `show` prints them (the recording
+    /// above is its worst node).
+    pub nodes: &'a [String],
+    /// The node names of those runs, hidden by `--redact` like the hostname.
+    pub node_names: &'a [String],
 }
 
 /// Renders the report.
 pub fn render(input: &ReportInput) -> String {
     let out = sections::render(input);
     if input.redact {
-        redact::redact(&out, input.system.hostname.as_deref())
+        redact::redact(&out, input.system.hostname.as_deref(), input.node_names)
     } else {
         out
     }

@@ -78,8 +78,14 @@ fn kernel_builder(line: &str) -> String {
 }
 
 /// The report with host and user names replaced.
-pub(super) fn redact(text: &str, hostname: Option<&str>) -> String {
-    let hosts = host_names(hostname);
+pub(super) fn redact(text: &str, hostname: Option<&str>, others: &[String]) -> String {
+    let mut hosts = host_names(hostname);
+    for o in others {
+        hosts.extend(host_names(Some(o)));
+    }
+    // Longest first, so `n7.c.org` goes before `n7` eats its first label.
+    hosts.sort_by_key(|h| std::cmp::Reverse(h.len()));
+    hosts.dedup();
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let mut l = kernel_builder(&home_dirs(line));
@@ -98,7 +104,7 @@ mod tests {
     #[test]
     fn redacts_names() {
         let t = "| kernel | Linux version 7.1.3 (builder@buildhost) #1 |\ncmd /home/alice/run.py on node7\n";
-        let r = redact(t, Some("node7"));
+        let r = redact(t, Some("node7"), &[]);
         assert_eq!(r, "| kernel | Linux version 7.1.3 (<user>@<host>) #1 |\ncmd /home/<user>/run.py on <host>\n");
     }
 
@@ -106,13 +112,22 @@ mod tests {
     fn only_whole_tokens() {
         let t = "nested_pvm=1 vmlinuz kvm vm-2 vm2 vm vm.example.org /vm/x MASTER=vm:29500 /home/a/x a b\n";
         assert_eq!(
-            redact(t, Some("vm")),
+            redact(t, Some("vm"), &[]),
             "nested_pvm=1 vmlinuz kvm vm-2 vm2 <host> <host>.example.org /<host>/x MASTER=<host>:29500 /home/<user>/x a b\n"
         );
         assert_eq!(
-            redact("n7.c.org n7 n7.c.orgs\n", Some("n7.c.org")),
+            redact("n7.c.org n7 n7.c.orgs\n", Some("n7.c.org"), &[]),
             "<host> <host> <host>.c.orgs\n"
         );
-        assert_eq!(redact("a a\n", Some("a")), "a a\n");
+        assert_eq!(redact("a a\n", Some("a"), &[]), "a a\n");
+        assert_eq!(
+            redact(
+                "gpu-07 gpu-08.c.org me\n",
+                Some("me"),
+                &["gpu-07".into(), "gpu-08.c.org".into()]
+            ),
+            "<host> <host> <host>\n",
+            "other nodes' names too"
+        );
     }
 }

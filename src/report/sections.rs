@@ -428,6 +428,10 @@ pub fn render(input: &ReportInput) -> String {
         out.push_str("\n### Over time\n\n");
         out.push_str(&recordings(input));
     }
+    for n in input.nodes {
+        out.push_str("\n### Nodes of a multi-node run (the recording above is its worst node)\n\n");
+        out.push_str(&fenced(&visible(n, true)));
+    }
     out.push_str("\n## Possibly related\n\n");
     out.push_str(&related::related(input.related));
     let _ = writeln!(out, "\n## Expected behaviour\n\n{}\n", expected(input));

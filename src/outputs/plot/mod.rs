@@ -11,6 +11,7 @@ mod chart;
 mod compare;
 mod evidence;
 mod findings;
+mod nodes;
 mod overlay;
 mod page;
 mod series;
@@ -20,7 +21,7 @@ pub use page::Section;
 use crate::ledger::MemClass;
 use crate::recording::Recording;
 use crate::timeline::ranks::pair_ranks;
-use crate::timeline::RunSummary;
+use crate::timeline::{JobSet, RunSummary};
 
 /// One recording on the page, with its summary computed once.
 pub struct Run<'a> {
@@ -47,8 +48,10 @@ pub fn sections(runs: &[Run]) -> Vec<Section> {
     out
 }
 
-/// The whole page for one or two recordings (a third and later are not drawn).
-pub fn render_html(recs: &[(String, Recording)]) -> String {
+/// The whole page for one or two recordings (a third and later are not drawn). `sets` holds,
+/// for each recording that stands for a multi-node job, that job's nodes (empty or `None`
+/// otherwise): they are listed after the comparison.
+pub fn render_html(recs: &[(String, Recording)], sets: &[Option<&JobSet>]) -> String {
     let runs: Vec<Run> = recs
         .iter()
         .take(2)
@@ -59,7 +62,11 @@ pub fn render_html(recs: &[(String, Recording)]) -> String {
         })
         .collect();
     let names: Vec<&str> = runs.iter().map(|r| r.name).collect();
-    page::render(&names, &sections(&runs))
+    let mut all = sections(&runs);
+    if let Some(n) = nodes::section(&names, sets) {
+        all.insert(1, n);
+    }
+    page::render(&names, &all)
 }
 
 #[cfg(test)]
@@ -69,10 +76,13 @@ mod tests {
     #[test]
     fn hostile_names_are_escaped_and_sections_keep_their_order() {
         let name = "<script>alert(1)</script>\u{202E}evil".to_string();
-        let html = render_html(&[
-            (name.clone(), Recording::default()),
-            (name, Recording::default()),
-        ]);
+        let html = render_html(
+            &[
+                (name.clone(), Recording::default()),
+                (name, Recording::default()),
+            ],
+            &[],
+        );
         assert!(
             !html.contains("<script") && !html.contains('\u{202E}'),
             "{html}"
