@@ -387,3 +387,19 @@ fn integrated_working_memory_is_driver_held_but_not_alarming() {
         "critical"
     );
 }
+
+#[test]
+fn xe_tile_vram_is_the_capacity_and_dmem_does_not_add_to_it() {
+    // b70-one-process: tile0/physical_vram_size_bytes on one card, tile0/memory/… on the other.
+    let doc = snapshot("b70-one-process");
+    for d in doc["devices"].as_array().unwrap() {
+        assert_eq!(d["local_total"], 32u64 << 30, "{d}");
+        assert_eq!(d["memory"][0]["region"], "vram0");
+        assert_eq!(d["memory"][0]["used"], Value::Null, "xe states no use");
+    }
+    // xe-suspended: dmem.capacity only (12 GiB), the tile file absent.
+    let doc = snapshot("xe-suspended");
+    assert_eq!(doc["devices"][0]["local_total"], 12u64 << 30);
+    let table = stdout_of(&["--root", fixture("b70-one-process").to_str().unwrap()], 0);
+    assert!(table.contains("- / 32.0 GiB"), "{table}");
+}

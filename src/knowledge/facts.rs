@@ -155,6 +155,7 @@ fn nvml_device(root: &Root, g: &NvGpu, root_port: Option<String>) -> DeviceFact 
         vis_vram_used: None,
         gtt_total: None,
         gtt_used: None,
+        local_totals: Default::default(),
         integrated: None,
     };
     DeviceFact::from_info(&info, root_port)

@@ -51,6 +51,10 @@ struct Device<'a> {
     vram_used: Option<u64>,
     gtt_total: Option<u64>,
     gtt_used: Option<u64>,
+    /// Every memory region with its size and use as the kernel, NVML or dmem state them.
+    memory: Vec<crate::sources::drm_devices::RegionMemory>,
+    /// Device-local capacity (the table's VRAM TOTAL), `null` when unknown.
+    local_total: Option<u64>,
     integrated: Option<IntegratedBy>,
 }
 
@@ -146,6 +150,8 @@ fn doc<'a>(ledger: &'a Ledger, findings: &'a [Finding]) -> Doc<'a> {
                 vram_used: d.vram_used,
                 gtt_total: d.gtt_total,
                 gtt_used: d.gtt_used,
+                memory: d.memory(&ledger.dmem_capacity),
+                local_total: d.local_capacity(&ledger.dmem_capacity),
                 integrated: d.integrated,
             })
             .collect(),

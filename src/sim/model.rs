@@ -311,6 +311,7 @@ impl Simulation {
             vis_vram_used: None,
             gtt_total: None,
             gtt_used: None,
+            local_totals: Default::default(),
             integrated: None,
         }
     }

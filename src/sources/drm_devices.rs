@@ -12,14 +12,18 @@
 //!   `amdgpu_mem_info_gtt_{total,used}_show` print the GTT manager's size and usage. None of them
 //!   takes a runtime-PM reference (unlike amdgpu_pm.c's attributes), so they are read on a
 //!   suspended device too.
-//! - xe publishes no VRAM size in mainline sysfs: ref: xe_tile_sysfs.c (v6.10 and current) makes
-//!   `tile<n>/` with the VRAM frequency files only; `physical_vram_size_bytes`, which some tools
-//!   read, is not in it. i915's `lmem_total_bytes` is found only in Intel's out-of-tree trees.
-//!   Capacity comes instead from the root cgroup's `dmem.capacity`
+//! - xe: `tile<n>/physical_vram_size_bytes` (xe_tile_sysfs.c; the attribute Intel's own sysman
+//!   in compute-runtime reads for the memory range, and igt's `xe_sysfs_tile` checks; some
+//!   kernels put it under `tile<n>/memory/`) is each tile's physical VRAM, a little more than the
+//!   usable size (stolen and reserved pages). It prints a cached value and touches no hardware.
+//!   It becomes region `vram<n>`, the name xe gives the tile's VRAM in fdinfo and dmem.
+//! - i915: `lmem_total_bytes` (device or card directory) where the kernel publishes it, as
+//!   region `local0`.
+//! - Otherwise capacity comes from the root cgroup's `dmem.capacity`
 //!   (Documentation/admin-guide/cgroup-v2.rst, Linux 6.14+): ref: xe_ttm_vram_mgr.c and
 //!   amdgpu_vram_mgr.c register `drm/<pci slot>/vram0|vram1` and `…/vram` with the region's size
-//!   through `drmm_cgroup_register_region()`. A cgroup file never touches the device. i915
-//!   registers no dmem region, so its capacity stays unknown.
+//!   through `drmm_cgroup_register_region()`. A cgroup file never touches the device. A region
+//!   named by both keeps the sysfs total.
 //! - NVIDIA: NVML `nvmlDeviceGetMemoryInfo` (see `nvml`).
 
 use super::pci_names::device_name;
@@ -64,6 +68,10 @@ pub struct DeviceInfo {
     /// amdgpu `mem_info_gtt_used`, bytes.
     #[serde(default)]
     pub gtt_used: Option<u64>,
+    /// Device-local regions whose size sysfs states and no per-driver field above holds (xe
+    /// `tile<n>/physical_vram_size_bytes` as `vram<n>`, i915 `lmem_total_bytes` as `local0`).
+    #[serde(default)]
+    pub local_totals: BTreeMap<String, u64>,
     /// The kernel fact that shows the device is integrated (shares host RAM as its working
     /// memory); `None` when no fact says so.
     #[serde(default)]
@@ -116,6 +124,9 @@ impl DeviceInfo {
         .filter(|(_, total, used)| total.is_some() || used.is_some())
         .map(|(region, total, used)| RegionMemory::new(region, total, used))
         .collect();
+        for (region, &bytes) in &self.local_totals {
+            out.push(RegionMemory::new(region, Some(bytes), None));
+        }
         let prefix = format!("drm/{}/", self.id);
         for (key, &bytes) in dmem_capacity {
             let Some(region) = key.strip_prefix(&prefix) else {
@@ -173,9 +184,10 @@ impl RegionMemory {
     fn new(region: &str, total: Option<u64>, used: Option<u64>) -> RegionMemory {
         RegionMemory {
             region: region.to_string(),
-            // Drivers name their device memory vram/vram<n> in dmem and fdinfo alike; amdgpu's
-            // vis_vram is the CPU-visible window of vram, already inside it, so never summed.
-            local: region.starts_with("vram"),
+            // Drivers name their device memory vram/vram<n> (i915: local<n>) in dmem and
+            // fdinfo alike; amdgpu's vis_vram is the CPU-visible window of vram, already inside
+            // it, so never summed.
+            local: region.starts_with("vram") || region.starts_with("local"),
             total,
             used,
         }
@@ -265,8 +277,41 @@ fn read_device(root: &Root, dev: &str, id: String) -> DeviceInfo {
         vis_vram_used: read("mem_info_vis_vram_used").and_then(|v| v.parse().ok()),
         gtt_total: read("mem_info_gtt_total").and_then(|v| v.parse().ok()),
         gtt_used: read("mem_info_gtt_used").and_then(|v| v.parse().ok()),
+        local_totals: local_totals(root, dev),
         integrated: None,
     }
+}
+
+/// xe's per-tile physical VRAM and i915's `lmem_total_bytes`, by region name.
+fn local_totals(root: &Root, dev: &str) -> BTreeMap<String, u64> {
+    let number = |rel: String| {
+        root.read_string(rel)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .filter(|&b| b > 0)
+    };
+    let mut out = BTreeMap::new();
+    for name in root.list_dir(dev).unwrap_or_default() {
+        let Some(n) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("tile"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let bytes = number(format!("{dev}/tile{n}/physical_vram_size_bytes"))
+            .or_else(|| number(format!("{dev}/tile{n}/memory/physical_vram_size_bytes")));
+        if let Some(b) = bytes {
+            out.insert(format!("vram{n}"), b);
+        }
+    }
+    let card = dev.strip_suffix("/device").unwrap_or(dev);
+    if let Some(b) = number(format!("{dev}/lmem_total_bytes"))
+        .or_else(|| number(format!("{card}/lmem_total_bytes")))
+    {
+        out.insert("local0".into(), b);
+    }
+    out
 }
 
 fn uevent(root: &Root, dev: &str) -> BTreeMap<String, String> {

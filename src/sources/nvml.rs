@@ -142,6 +142,7 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
         vis_vram_used: None,
         gtt_total: None,
         gtt_used: None,
+        local_totals: Default::default(),
         integrated: None,
     }
 }

@@ -246,6 +246,13 @@ impl TreeWriter {
                 self.file(format!("{dir}/{name}"), format!("{v}\n"))?;
             }
         }
+        for (region, bytes) in &dev.local_totals {
+            let file = match region.strip_prefix("vram") {
+                Some(n) => format!("{dir}/tile{n}/physical_vram_size_bytes"),
+                None => format!("{dir}/lmem_total_bytes"),
+            };
+            self.file(file, format!("{bytes}\n"))?;
+        }
         for m in &dev.minors {
             self.symlink(
                 layout::class_device_link(m),

@@ -153,6 +153,7 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         vis_vram_used: None,
         gtt_total: None,
         gtt_used: None,
+        local_totals: Default::default(),
         integrated: None,
     };
     let processes: Vec<ProcessRow> = (0..words.len().clamp(1, 3))
