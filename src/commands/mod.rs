@@ -212,6 +212,23 @@ fn plot(files: &[std::path::PathBuf], output: &std::path::Path) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
+/// The filter of `--pid`/`--device`, resolved against a first sample (the pids and devices must
+/// exist when a live view starts; later samples show whatever of them is still there).
+fn live_filter(
+    sampler: &mut gpuledger::sampler::Sampler,
+    args: &crate::cli::FilterArgs,
+) -> Result<gpuledger::ledger::Filter> {
+    if args.pids.is_empty() && args.devices.is_empty() {
+        return Ok(gpuledger::ledger::Filter::default());
+    }
+    let first = gpuledger::ledger::Ledger::from_snapshot(&sampler.sample()?);
+    Ok(gpuledger::ledger::Filter::resolve(
+        &first,
+        &args.pids,
+        &args.devices,
+    )?)
+}
+
 /// Writes to stdout; a closed pipe ends quietly (main treats BrokenPipe as success).
 pub fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();

@@ -3,7 +3,6 @@
 use super::Ctx;
 use crate::cli::FilterArgs;
 use anyhow::Result;
-use gpuledger::ledger::{Filter, Ledger};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::serve::{serve, MetricsOptions, ServeOptions};
 use std::net::SocketAddr;
@@ -18,14 +17,7 @@ pub fn run(
     filter: &FilterArgs,
 ) -> Result<ExitCode> {
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
-    // The filter's pids and devices must exist when the exporter starts; later scrapes show
-    // whatever of them is still there.
-    let filter = if filter.pids.is_empty() && filter.devices.is_empty() {
-        Filter::default()
-    } else {
-        let first = Ledger::from_snapshot(&sampler.sample()?);
-        Filter::resolve(&first, &filter.pids, &filter.devices)?
-    };
+    let filter = super::live_filter(&mut sampler, filter)?;
     let opts = ServeOptions {
         listen,
         interval,

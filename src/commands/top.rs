@@ -3,7 +3,7 @@
 use super::{Ctx, UsageError};
 use crate::cli::FilterArgs;
 use anyhow::{Context, Result};
-use gpuledger::ledger::{Filter, Ledger, SortKey};
+use gpuledger::ledger::SortKey;
 use gpuledger::outputs::top::TopOptions;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use std::io::IsTerminal;
@@ -22,12 +22,7 @@ pub fn run(ctx: &Ctx, interval: Duration, sort: SortKey, filter: &FilterArgs) ->
         .into());
     }
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
-    let filter = if filter.pids.is_empty() && filter.devices.is_empty() {
-        Filter::default()
-    } else {
-        let first = Ledger::from_snapshot(&sampler.sample()?);
-        Filter::resolve(&first, &filter.pids, &filter.devices)?
-    };
+    let filter = super::live_filter(&mut sampler, filter)?;
     let opts = TopOptions {
         interval,
         sort,

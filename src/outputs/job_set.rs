@@ -22,12 +22,7 @@ pub fn render_text(set: &JobSet) -> String {
     }
     if let Some(n) = set.worst_node() {
         let s = &n.summary;
-        let worst = s
-            .findings
-            .iter()
-            .max_by_key(|f| f.severity)
-            .map(|f| format!("{} {}", f.severity.as_str(), f.kind.as_str()))
-            .unwrap_or_else(|| "no findings".into());
+        let worst = s.worst_finding_text();
         let _ = writeln!(
             out,
             "  worst node  {}: {worst}; driver-held peak {}; MemAvailable low {}",

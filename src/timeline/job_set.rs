@@ -3,7 +3,6 @@
 //! one merged summary that `diff` compares with another set.
 
 use super::summary::RunSummary;
-use crate::findings::Severity;
 use crate::ledger::DriverHeld;
 use crate::recording::{RecordedFinding, Recording};
 use serde::Serialize;
@@ -122,9 +121,8 @@ impl JobSet {
     pub fn worst_node(&self) -> Option<&NodeRun> {
         self.nodes.iter().max_by_key(|n| {
             let s = &n.summary;
-            let worst = s.findings.iter().map(|f| f.severity).max();
             (
-                worst.map(severity_rank),
+                s.worst_finding().map(|f| f.severity),
                 s.driver_held_bytes().unwrap_or(0),
                 u64::MAX - s.mem_available_low.unwrap_or(u64::MAX),
             )
@@ -187,14 +185,6 @@ impl JobSet {
             }
         }
         m
-    }
-}
-
-fn severity_rank(s: Severity) -> u8 {
-    match s {
-        Severity::Info => 1,
-        Severity::Warning => 2,
-        Severity::Critical => 3,
     }
 }
 

@@ -163,6 +163,20 @@ impl RunSummary {
         self.kernel_counts.get(kind).copied().unwrap_or(0)
     }
 
+    /// The most severe recorded finding (the first of the most severe kind order).
+    pub fn worst_finding(&self) -> Option<&RecordedFinding> {
+        self.findings
+            .iter()
+            .max_by(|a, b| a.severity.cmp(&b.severity).then(b.kind.cmp(&a.kind)))
+    }
+
+    /// "critical peer_mirror", or "none": the worst finding in a few words.
+    pub fn worst_finding_text(&self) -> String {
+        self.worst_finding()
+            .map(|f| format!("{} {}", f.severity.as_str(), f.kind.as_str()))
+            .unwrap_or_else(|| "none".into())
+    }
+
     /// Driver-held bytes at the peak.
     pub fn driver_held_bytes(&self) -> Option<u64> {
         self.driver_held_peak.map(|d| d.bytes)

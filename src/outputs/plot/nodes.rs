@@ -21,12 +21,7 @@ pub fn section(names: &[&str], sets: &[Option<&JobSet>]) -> Option<Section> {
         body.push_str("<table class=\"runs\">\n<tr><th>node</th><th>file</th><th>driver-held peak</th><th>MemAvailable low</th><th>worst finding</th><th>job end</th></tr>\n");
         for n in &set.nodes {
             let s = &n.summary;
-            let worst = s
-                .findings
-                .iter()
-                .max_by_key(|f| f.severity)
-                .map(|f| format!("{} {}", f.severity.as_str(), f.kind.as_str()))
-                .unwrap_or_else(|| "none".into());
+            let worst = s.worst_finding_text();
             let _ = writeln!(
                 body,
                 "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
