@@ -74,3 +74,62 @@ fn top_shows_ranks_and_findings_of_a_live_simulation() {
         "terminal restored after q: {after}"
     );
 }
+
+/// Waits for `marker` in the pane, then returns the screen.
+fn wait_for(session: &str, marker: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut screen = String::new();
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        screen = tmux(&["capture-pane", "-p", "-t", session]);
+        if screen.contains(marker) {
+            break;
+        }
+    }
+    screen
+}
+
+#[test]
+fn top_in_a_terminal_with_stdin_or_stdout_redirected_refuses_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("top.out");
+    let bin = env!("CARGO_BIN_EXE_gpuledger");
+    // As under cron or `ssh host gpuledger top > log`: a terminal exists, but not on both ends.
+    for (case, redirect) in [
+        ("stdin", "< /dev/null"),
+        ("stdout", &*format!("> {}", out.display())),
+    ] {
+        let session = format!("gpuledger-notty-{case}-{}", std::process::id());
+        let cmd = format!(
+            "{bin} --root {} top {redirect}; echo TOP-EXIT-$?; sleep 30",
+            fixture("seed-2622").display()
+        );
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "160",
+            "-y",
+            "40",
+            &cmd,
+        ]);
+        let screen = wait_for(&session, "TOP-EXIT-");
+        tmux(&["kill-session", "-t", &session]);
+        assert!(screen.contains("TOP-EXIT-2"), "{case}: {screen}");
+        assert!(!screen.contains("panicked"), "{case}: {screen}");
+        assert!(
+            !screen.contains("host memory"),
+            "{case}: no half-drawn screen: {screen}"
+        );
+        if case == "stdin" {
+            assert!(screen.contains("needs a terminal"), "{screen}");
+        }
+    }
+    let written = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        !written.contains('\u{1b}'),
+        "no escape codes written to the file: {written:?}"
+    );
+}
