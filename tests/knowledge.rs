@@ -114,12 +114,12 @@ fn bad_entries_name_the_file_and_the_field() {
     }
 }
 
-/// A version just below `v`: `26.09.37435` → `26.09.37434.99999`.
+/// A version just below `v`: `26.09.37435` → `26.09.37434.99999`, `2.14.0` → `2.13.99999`.
 fn just_below(v: &str) -> String {
     let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap()).collect();
-    let last = parts.last_mut().unwrap();
-    assert!(*last > 0, "{v}");
-    *last -= 1;
+    let i = parts.iter().rposition(|&p| p > 0).expect(v);
+    parts.truncate(i + 1);
+    parts[i] -= 1;
     let mut s: Vec<String> = parts.iter().map(u64::to_string).collect();
     s.push("99999".into());
     s.join(".")
@@ -394,4 +394,31 @@ fn nvidia_gpus_seen_only_by_nvml_are_facts() {
         a.matches.iter().all(|m| m.severity == Severity::Info),
         "only the informational entry"
     );
+}
+
+#[test]
+fn the_jobs_torch_is_a_version_fact() {
+    let base = Base::embedded().unwrap();
+    let sys = gpuledger::sources::system_info::SystemInfo {
+        python: [("torch".to_string(), "2.14.0+xpu".to_string())].into(),
+        ..Default::default()
+    };
+    let root = gpuledger::root::Root::open(&fixture_dir("seed-2622")).unwrap();
+    let found = gpuledger::knowledge::versions(&base, &sys, &root);
+    let torch = found
+        .iter()
+        .find(|v| v.component == "pytorch")
+        .expect("pytorch");
+    assert_eq!(torch.version, "2.14.0+xpu");
+    assert!(
+        torch.source.contains("Python package torch"),
+        "{}",
+        torch.source
+    );
+}
+
+fn fixture_dir(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }

@@ -192,6 +192,15 @@ pub fn versions(base: &Base, sys: &SystemInfo, root: &Root) -> Vec<VersionFact> 
                 });
             }
         }
+        for name in &c.python {
+            if let Some(v) = sys.python.get(name) {
+                out.push(VersionFact {
+                    component: component.clone(),
+                    version: v.clone(),
+                    source: format!("Python package {name} beside the job's Python"),
+                });
+            }
+        }
         for m in &c.modules {
             if let Some(v) = sys.driver_versions.get(m) {
                 out.push(VersionFact {

@@ -28,7 +28,14 @@ impl KnownIssues {
         let facts = if snap.devices.is_empty() && snap.nvml.is_empty() {
             Facts::default()
         } else {
-            let sys = system_info::gather(root, &[], &[]);
+            // The Python packages (torch) beside the GPU processes' interpreters.
+            let pythons: Vec<u32> = snap
+                .processes
+                .iter()
+                .filter(|p| p.comm.starts_with("python"))
+                .map(|p| p.pid)
+                .collect();
+            let sys = system_info::gather(root, &pythons, &[]);
             Facts::of_machine(&base, root, snap, &sys, Vec::new()).0
         };
         Ok(KnownIssues { base, facts })

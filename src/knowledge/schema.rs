@@ -165,4 +165,7 @@ pub struct Component {
     /// Kernel modules whose `/sys/module/<m>/version` gives the version.
     #[serde(default)]
     pub modules: Vec<String>,
+    /// Python distributions (exact names) found beside the job's Python processes (`torch`).
+    #[serde(default)]
+    pub python: Vec<String>,
 }
