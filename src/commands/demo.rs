@@ -3,12 +3,13 @@
 use anyhow::{Context, Result};
 use gpuledger::findings::{analyze, Thresholds};
 use gpuledger::ledger::Ledger;
+use gpuledger::outputs::diff::render_diff;
 use gpuledger::outputs::{show, table};
 use gpuledger::recording;
 use gpuledger::root::Root;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sim::{run::record, Backing, LiveWriter, Scenario, SimParams, Simulation};
-use gpuledger::timeline::diff::{diff, render_diff};
+use gpuledger::timeline::diff::diff;
 use gpuledger::timeline::RunSummary;
 use gpuledger::tree_writer::TreeWriter;
 use std::path::Path;

@@ -2,7 +2,8 @@
 
 use super::recordings::open_all;
 use anyhow::Result;
-use gpuledger::timeline::diff::{diff, render_diff};
+use gpuledger::outputs::diff::render_diff;
+use gpuledger::timeline::diff::diff;
 use gpuledger::timeline::JobSet;
 use std::path::Path;
 use std::process::ExitCode;

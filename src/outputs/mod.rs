@@ -1,6 +1,7 @@
 //! Renderers. They format what the ledger and the findings hold and compute nothing new.
 
 pub mod csv;
+pub mod diff;
 pub mod job_set;
 pub mod json;
 pub mod plot;

@@ -1,81 +1,13 @@
 //! `diff`: the seed's bad-vs-good table, computed from two recordings.
 
-use super::evidence::{approx, compare_medians, RateChange, THROUGHPUT_TOLERANCE};
+use super::evidence::RateChange;
 use super::{PeerHost, Registrations, RunSummary};
-use crate::outputs::safe_text::display_safe;
-use crate::outputs::text_table::{render, Align};
 use crate::recording::RecordedFinding;
 use crate::units::human_bytes;
 use serde::Serialize;
+
+pub use super::diff_row::{change, RateValue, Row, Value};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// One value of a diff row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum Value {
-    /// Bytes (null when unknown).
-    Bytes(Option<u64>),
-    /// Seconds.
-    Seconds(f64),
-    /// Free text.
-    Text(String),
-    /// A throughput series' median.
-    Rate(RateValue),
-}
-
-/// A throughput series' median, as one run recorded it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RateValue {
-    /// Median (null when the run has no such series).
-    pub median: Option<f64>,
-    /// Unit.
-    pub unit: Option<String>,
-}
-
-impl Value {
-    /// The value as a table cell shows it (`~3.0 s/wave`); text is raw, escape it to display.
-    pub fn show(&self) -> String {
-        match self {
-            Value::Bytes(b) => b.map(human_bytes).unwrap_or_else(|| "not recorded".into()),
-            Value::Seconds(s) => format!("{s:.1} s"),
-            Value::Text(t) => t.clone(),
-            Value::Rate(r) => r
-                .median
-                .map(|m| approx(m, r.unit.as_deref()))
-                .unwrap_or_else(|| "not recorded".into()),
-        }
-    }
-}
-
-/// The "B - A" column of a row.
-pub fn change(a: &Value, b: &Value) -> String {
-    match (a, b) {
-        (Value::Bytes(Some(x)), Value::Bytes(Some(y))) => {
-            let delta = *y as i128 - *x as i128;
-            let sign = if delta < 0 { "-" } else { "+" };
-            format!("{sign}{}", human_bytes(delta.unsigned_abs() as u64))
-        }
-        (Value::Seconds(x), Value::Seconds(y)) => format!("{:+.1} s", y - x),
-        (Value::Rate(x), Value::Rate(y)) => match compare_medians(x.median, y.median) {
-            RateChange::Same => format!("same (within {:.0} %)", THROUGHPUT_TOLERANCE * 100.0),
-            RateChange::Differs { relative } => format!("differs ({:+.0} %)", relative * 100.0),
-            RateChange::Unknown => "not comparable".into(),
-        },
-        (x, y) if x == y => "same".into(),
-        _ => "differs".into(),
-    }
-}
-
-/// One row: what, A, B.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    /// What is compared.
-    pub what: String,
-    /// Run A.
-    pub a: Value,
-    /// Run B.
-    pub b: Value,
-}
 
 /// The comparison of two runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -324,54 +256,11 @@ fn verdict(a: &RunSummary, b: &RunSummary) -> String {
     head + &tail
 }
 
-/// Widest table cell, in characters.
-const MAX_CELL: usize = 48;
-
-/// The diff as text: the table, long cells in full below it, then the warning or verdict.
-pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
-    // Long cells (a runtime error line) are cut in the table and written out in full below it.
-    let mut full = String::new();
-    let rows: Vec<Vec<String>> = d
-        .rows
-        .iter()
-        .map(|r| {
-            let mut cell = |v: &Value, run: &str| {
-                let text = display_safe(&v.show()).into_owned();
-                if text.chars().count() <= MAX_CELL {
-                    return text;
-                }
-                full.push_str(&format!("{}, {run}: {text}\n", r.what));
-                let cut: String = text.chars().take(MAX_CELL - 1).collect();
-                format!("{cut}…")
-            };
-            let (a, b) = (cell(&r.a, "A"), cell(&r.b, "B"));
-            vec![r.what.clone(), a, b, change(&r.a, &r.b)]
-        })
-        .collect();
-    let headers = [
-        ("", Align::Left),
-        ("A", Align::Right),
-        ("B", Align::Right),
-        ("B - A", Align::Right),
-    ];
-    let mut out = format!(
-        "A = {a_name}\nB = {b_name}\n\n{}\n{full}",
-        render("  ", &headers, &rows)
-    );
-    if !full.is_empty() {
-        out.push('\n');
-    }
-    for line in d.warning.iter().chain(&d.verdict) {
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::findings::{Backing, Kind, Severity};
+    use crate::outputs::diff::render_diff;
     use crate::recording::Recording;
     use crate::timeline::Peak;
 

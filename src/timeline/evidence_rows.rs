@@ -1,7 +1,7 @@
 //! The diff rows from the jobs' own evidence: each throughput series' median (the seed report's
 //! "~3.0 s/wave vs ~3.0 s/wave") and the first runtime error of each run.
 
-use super::diff::{RateValue, Row, Value};
+use super::diff_row::{RateValue, Row, Value};
 use super::evidence::{compare_medians, RateChange};
 use super::RunSummary;
 

@@ -1,6 +1,7 @@
 //! Timeline analysis of a recording: per-rank peaks, growth patterns and the bad-vs-good diff.
 
 pub mod diff;
+mod diff_row;
 pub mod evidence;
 mod evidence_rows;
 mod job_end;

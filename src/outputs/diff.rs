@@ -1,0 +1,50 @@
+//! `diff` as text: the bad-vs-good table the library computed, long cells written out in full
+//! below it, then the warning or the verdict.
+
+use super::safe_text::display_safe;
+use super::text_table::{render, Align};
+use crate::timeline::diff::{change, Diff, Value};
+
+/// Widest table cell, in characters.
+const MAX_CELL: usize = 48;
+
+/// The diff as text: the table, long cells in full below it, then the warning or verdict.
+pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
+    // Long cells (a runtime error line) are cut in the table and written out in full below it.
+    let mut full = String::new();
+    let rows: Vec<Vec<String>> = d
+        .rows
+        .iter()
+        .map(|r| {
+            let mut cell = |v: &Value, run: &str| {
+                let text = display_safe(&v.show()).into_owned();
+                if text.chars().count() <= MAX_CELL {
+                    return text;
+                }
+                full.push_str(&format!("{}, {run}: {text}\n", r.what));
+                let cut: String = text.chars().take(MAX_CELL - 1).collect();
+                format!("{cut}…")
+            };
+            let (a, b) = (cell(&r.a, "A"), cell(&r.b, "B"));
+            vec![r.what.clone(), a, b, change(&r.a, &r.b)]
+        })
+        .collect();
+    let headers = [
+        ("", Align::Left),
+        ("A", Align::Right),
+        ("B", Align::Right),
+        ("B - A", Align::Right),
+    ];
+    let mut out = format!(
+        "A = {a_name}\nB = {b_name}\n\n{}\n{full}",
+        render("  ", &headers, &rows)
+    );
+    if !full.is_empty() {
+        out.push('\n');
+    }
+    for line in d.warning.iter().chain(&d.verdict) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
