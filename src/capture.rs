@@ -2,10 +2,11 @@
 //! host counters, the DRM devices, and for each process holding GPU fds its comm, cmdline, a
 //! minimal status, the allow-listed environment, its GPU fd links and their fdinfo verbatim.
 
+use crate::layout;
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
 use crate::sources::{meminfo, proc_pid};
-use crate::tree_writer::{layout, ProcEntry, TreeWriter};
+use crate::tree_writer::{ProcEntry, TreeWriter};
 use serde::Serialize;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -226,7 +227,7 @@ fn carry_end_evidence(root: &Root, w: &TreeWriter) -> io::Result<()> {
             w.kmsg(&records)?;
         }
     }
-    if let Ok(Some(end)) = crate::sim::read_job_end(root) {
+    if let Ok(Some(end)) = crate::sources::sim_job::read_job_end(root) {
         w.job_end(Some(&end))?;
     }
     Ok(())

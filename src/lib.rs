@@ -14,6 +14,7 @@ pub mod guard;
 pub mod job;
 pub mod job_output;
 pub mod knowledge;
+pub mod layout;
 pub mod ledger;
 pub mod outputs;
 pub mod recording;

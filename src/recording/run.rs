@@ -287,8 +287,8 @@ fn start_captured(
 /// The end of the job in a simulated tree (`gpuledger-sim/job.json`), when it has ended; its way
 /// of dying goes into the recording's note.
 fn simulated_end(root: &Root, recorder: &mut Recorder) -> Option<JobEnd> {
-    let end = crate::sim::read_job_end(root).ok().flatten()?;
-    if end.outcome == crate::sim::JobOutcome::HostMemoryExhausted {
+    let end = crate::sources::sim_job::read_job_end(root).ok().flatten()?;
+    if end.outcome == crate::sources::sim_job::JobOutcome::HostMemoryExhausted {
         // The first error line is the cause; the launcher's own complaints follow it.
         let error = end
             .output_tail

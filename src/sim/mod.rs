@@ -28,11 +28,10 @@
 
 mod death;
 mod fdinfo_text;
-mod job_end;
 mod model;
 pub mod run;
 mod write;
 
-pub use job_end::{read_job_end, JobEnd, JobEndError, JobOutcome, JOB_END_SCHEMA};
+pub use crate::sources::sim_job::{read_job_end, JobEnd, JobEndError, JobOutcome, JOB_END_SCHEMA};
 pub use model::{Backing, Scenario, SimParams, SimProcess, SimState, Simulation};
 pub use write::LiveWriter;

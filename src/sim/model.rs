@@ -2,9 +2,9 @@
 
 use super::death::{self, Failure};
 use super::fdinfo_text;
-use super::job_end::{JobEnd, JobOutcome, JOB_END_SCHEMA};
 use crate::sources::drm_devices::DeviceInfo;
 use crate::sources::kmsg::KmsgRecord;
+use crate::sources::sim_job::{JobEnd, JobOutcome, JOB_END_SCHEMA};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1 << 20;

@@ -1,7 +1,8 @@
 //! Writes a [`SimState`] as a capture tree; a [`LiveWriter`] rewrites it in place as time passes.
 
 use super::{SimProcess, SimState};
-use crate::tree_writer::{layout, ProcEntry, TreeWriter};
+use crate::layout;
+use crate::tree_writer::{ProcEntry, TreeWriter};
 use std::collections::BTreeSet;
 use std::io;
 

@@ -7,12 +7,12 @@
 //! window is the fallback.
 //!
 //! A captured or simulated root keeps its kernel log as the regular file `ROOT/dev/kmsg`
-//! ([`crate::tree_writer::layout::KMSG`]): the same records, one per line, continuation lines
+//! ([`crate::layout::KMSG`]): the same records, one per line, continuation lines
 //! (` KEY=value`) after their record. [`KernelLog`] tails either kind of root; for a captured one
 //! it reads that file through [`Root`] and never opens the machine's own /dev/kmsg.
 
+use crate::layout;
 use crate::root::Root;
-use crate::tree_writer::layout;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::File;

@@ -11,4 +11,5 @@ pub mod meminfo;
 pub mod nvml;
 pub mod pci_names;
 pub mod proc_pid;
+pub mod sim_job;
 pub mod system_info;

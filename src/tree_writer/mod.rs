@@ -3,8 +3,7 @@
 //! (write to a temporary name, then rename) so a reader of a tree that is being rewritten never
 //! sees a half-written file.
 
-pub mod layout;
-
+use crate::layout;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;

@@ -1,10 +1,10 @@
 //! How a simulated job ended, kept in its tree as `gpuledger-sim/job.json`
-//! ([`crate::tree_writer::layout::SIM_JOB_END`]) so a reader of the tree learns what a real
+//! ([`crate::layout::SIM_JOB_END`]) so a reader of the tree learns what a real
 //! machine's scheduler or terminal would have shown: when, with what status, and the last lines
 //! of its output.
 
+use crate::layout;
 use crate::root::Root;
-use crate::tree_writer::layout;
 use serde::{Deserialize, Serialize};
 use std::io;
 use thiserror::Error;
