@@ -18,7 +18,7 @@ pub const KMSG: &str = "dev/kmsg";
 /// How a simulated job ended (time, exit status, output tail); absent while it runs.
 pub const SIM_JOB_END: &str = "gpuledger-sim/job.json";
 /// NVML's per-process facts as JSON (NVIDIA has no file the kernel shows them in).
-pub const NVML: &str = crate::sources::nvml::CAPTURE_FILE;
+pub const NVML: &str = "nvml.json";
 /// cgroup v2 mount.
 pub const CGROUP_MOUNT: &str = "sys/fs/cgroup";
 /// `dmem.capacity` at the cgroup root.

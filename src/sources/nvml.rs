@@ -107,7 +107,7 @@ impl NvmlSource for RecordedNvml {
 }
 
 /// The file name of saved NVML answers in a capture tree.
-pub const CAPTURE_FILE: &str = "nvml.json";
+pub const CAPTURE_FILE: &str = crate::layout::NVML;
 
 /// Loads saved NVML answers from a captured root, if it has them.
 pub fn load_recorded(root: &crate::root::Root) -> Option<RecordedNvml> {
