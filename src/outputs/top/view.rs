@@ -352,15 +352,8 @@ mod tests {
 
     /// The screen's rows that start with `device` (inside the devices box).
     fn device_row(state: &State, device: &str) -> String {
-        let mut term = Terminal::new(TestBackend::new(160, 40)).unwrap();
-        term.draw(|f| draw(f, state)).unwrap();
-        let buf = term.backend().buffer();
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol())
-                    .collect::<String>()
-            })
+        screen(state, 160, 40)
+            .into_iter()
             .find(|row| row.trim_start_matches('│').starts_with(device))
             .unwrap_or_else(|| panic!("no row for {device}"))
     }
