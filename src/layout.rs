@@ -17,6 +17,8 @@ pub const OS_RELEASE: &str = "etc/os-release";
 pub const KMSG: &str = "dev/kmsg";
 /// How a simulated job ended (time, exit status, output tail); absent while it runs.
 pub const SIM_JOB_END: &str = "gpuledger-sim/job.json";
+/// The simulator's ground truth beside a simulated tree (`sim::truth`).
+pub const SIM_TRUTH: &str = "gpuledger-sim/truth.json";
 /// NVML's per-process facts as JSON (NVIDIA has no file the kernel shows them in).
 pub const NVML: &str = "nvml.json";
 /// cgroup v2 mount.

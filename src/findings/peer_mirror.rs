@@ -1,31 +1,54 @@
 //! `peer_mirror`: host-class resident bytes on one device that mirror the device-local working
 //! set of the process's other devices (GSD-13038 and its family).
 //!
-//! The rule (DESIGN.md): for a process P and each *discrete* device D where P holds host-class
-//! resident bytes H_D, let L_other be P's device-local resident bytes on all its other devices
-//! (an integrated GPU's host-class memory is its working memory: it counts as device-local, and
-//! is never itself a mirror). D holds a mirror when
-//! `H_D ≥ max(peer.min_bytes, peer.min_ratio × L_other)` and `H_D ≤ peer.max_ratio × L_other`:
-//! a mirror cannot be larger than what it mirrors. One finding per mirroring device, so a rank
-//! per device (DDP: the home VRAM mirrored on the peer's fd) and one process over several
-//! devices (each device's GTT mirrors the others' allocations) are both covered.
+//! The rule (docs/DESIGN.md, "Findings"): for a process P and each *discrete* device D where P
+//! holds host-class resident bytes H_D, let L_other be P's device-local resident bytes on its
+//! other devices, counting only devices where P holds more than a context
+//! (`peer.context_floor`): every runtime creates a context of 0.1–0.5 GiB on each device it can
+//! see, and a context is not an allocation that gets mirrored. An integrated GPU's host-class
+//! memory is its working memory: it counts as device-local, and is never itself a mirror.
+//! D holds a mirror when `H_D ≥ max(peer.min_bytes, peer.min_ratio × L_other)` and
+//! `H_D ≤ peer.max_ratio × L_other` (a mirror cannot be larger than what it mirrors). One
+//! finding per mirroring device, so a rank per device (DDP: the home VRAM mirrored on the peer's
+//! fd) and one process over several devices (each device's GTT mirrors the others'
+//! allocations) are both covered. Ordinary host buffers on a process's own card and contexts on
+//! any number of devices never make a mirror.
 //!
-//! A second shape (ggml-org/llama.cpp#22116): when P's context spans several discrete devices, a
-//! device whose host-class bytes match its *own* device-local bytes (within the same margin) is
-//! the same pattern seen on the owning card's fd. It needs at least `peer.own_min_bytes` (1 GiB):
-//! a runtime's ordinary host buffers are hundreds of MiB and can match a small early working set.
+//! A separate rule, the owning-card shape (ggml-org/llama.cpp#22116): when P's context spans
+//! several discrete devices, a device whose host-class bytes match P's *own* device-local bytes
+//! there (within the same margins, and at least `peer.own_min_bytes`) is the same pattern seen
+//! on the owning card's fd.
 //!
-//! Backing comes from driver-held host memory over all mirrored bytes on the machine; the
-//! severity follows from it, the same in every view.
+//! Backing: the share of all mirrored bytes on the machine that driver-held host memory covers
+//! *beyond* the ordinary (non-mirror) host-class bytes every GPU client holds, which are pinned
+//! too (a runtime's GTT staging and command buffers). The severity follows from it, the same in
+//! every view. The simulator's ground truth (`gpuledger-sim/truth.json`) is the oracle this rule
+//! is tested against (`tests/oracle.rs`).
 
 use super::{percent, Backing, Finding, Kind, Thresholds};
 use crate::ledger::{DriverHeld, Ledger, MemClass, ProcessRow};
 use crate::units::human_bytes;
 
+/// Which shape a candidate has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// D's host-class bytes mirror the working set on P's other devices.
+    Peer {
+        /// How many other devices hold more than a context.
+        sources: usize,
+    },
+    /// D's host-class bytes match P's own device-local bytes on D.
+    OwningCard {
+        /// How many discrete devices P's context spans.
+        spans: usize,
+    },
+}
+
 struct Candidate<'a> {
     row: &'a ProcessRow,
-    /// The device whose working set is mirrored (the other device with most local bytes, or D).
-    source: String,
+    shape: Shape,
+    /// The device whose working set is mirrored (the home when it is among the sources).
+    source: &'a str,
     /// D.
     mirror: &'a str,
     bytes: u64,
@@ -33,19 +56,30 @@ struct Candidate<'a> {
     local: u64,
 }
 
-/// Device-local working memory of `row` on `device` (an integrated GPU's host-class bytes).
-fn working_set(ledger: &Ledger, row: &ProcessRow, device: &str) -> u64 {
-    let local = row.resident(device, MemClass::Device);
+/// Device-local working memory of `row` on `device` (an integrated GPU's host-class bytes
+/// included), or 0 when it is no more than a context.
+fn working_set(ledger: &Ledger, row: &ProcessRow, device: &str, t: &Thresholds) -> u64 {
+    let mut local = row.resident(device, MemClass::Device);
     if ledger.is_integrated(device) {
-        local + row.resident(device, MemClass::Host)
-    } else {
-        local
+        local += row.resident(device, MemClass::Host);
     }
+    if local > t.peer_context_floor {
+        local
+    } else {
+        0
+    }
+}
+
+/// `host` lies within the mirror margins of `reference`.
+fn within(host: u64, reference: u64, t: &Thresholds) -> bool {
+    reference > 0
+        && host >= t.peer_min_bytes.max((reference as f64 * t.peer_min_ratio) as u64)
+        && host as f64 <= reference as f64 * t.peer_max_ratio
 }
 
 fn candidates<'a>(ledger: &Ledger, row: &'a ProcessRow, t: &Thresholds) -> Vec<Candidate<'a>> {
     let devices = row.devices();
-    let discrete: Vec<&str> = devices
+    let discrete: Vec<&'a str> = devices
         .iter()
         .copied()
         .filter(|d| !ledger.is_integrated(d))
@@ -53,70 +87,118 @@ fn candidates<'a>(ledger: &Ledger, row: &'a ProcessRow, t: &Thresholds) -> Vec<C
     let mut out = Vec::new();
     for &d in &discrete {
         let host = row.resident(d, MemClass::Host);
-        let others: Vec<(&str, u64)> = devices
+        let others: Vec<(&'a str, u64)> = devices
             .iter()
             .filter(|o| **o != d)
-            .map(|o| (*o, working_set(ledger, row, o)))
+            .map(|o| (*o, working_set(ledger, row, o, t)))
+            .filter(|(_, b)| *b > 0)
             .collect();
         let l_other: u64 = others.iter().map(|(_, b)| b).sum();
-        let within = |reference: u64| {
-            host >= t
-                .peer_min_bytes
-                .max((reference as f64 * t.peer_min_ratio) as u64)
-                && host as f64 <= reference as f64 * t.peer_max_ratio
-        };
-        if l_other > 0 && within(l_other) {
-            let source = others.iter().max_by_key(|(_, b)| *b).map(|(o, _)| *o);
+        if within(host, l_other, t) {
+            let home = row.home_device.as_deref();
+            let source = others
+                .iter()
+                .find(|(o, _)| Some(*o) == home)
+                .or_else(|| others.iter().max_by_key(|(o, b)| (*b, std::cmp::Reverse(*o))))
+                .map_or(d, |(o, _)| *o);
             out.push(Candidate {
                 row,
-                source: source.unwrap_or(d).to_string(),
+                shape: Shape::Peer {
+                    sources: others.len(),
+                },
+                source,
                 mirror: d,
                 bytes: host,
                 local: l_other,
             });
-            continue;
-        }
-        let own = row.resident(d, MemClass::Device);
-        let own_match = own > 0
-            && host >= t.peer_own_min_bytes
-            && within(own)
-            && host as f64 >= own as f64 / t.peer_max_ratio
-            && discrete.len() > 1;
-        if own_match {
-            out.push(Candidate {
-                row,
-                source: d.to_string(),
-                mirror: d,
-                bytes: host,
-                local: own,
-            });
+        } else if let Some(c) = owning_card(row, d, discrete.len(), t) {
+            out.push(c);
         }
     }
     out
 }
 
-fn backing_of(evidence: Option<&DriverHeld>, mirrored: u64, t: &Thresholds) -> Backing {
-    match evidence.map(|e| e.bytes as f64 / mirrored.max(1) as f64) {
+/// The owning-card shape on `d` (see the module doc), when `row`'s context spans `spans`
+/// discrete devices.
+fn owning_card<'a>(
+    row: &'a ProcessRow,
+    d: &'a str,
+    spans: usize,
+    t: &Thresholds,
+) -> Option<Candidate<'a>> {
+    let host = row.resident(d, MemClass::Host);
+    let own = row.resident(d, MemClass::Device);
+    let matches = spans > 1
+        && host >= t.peer_own_min_bytes
+        && within(host, own, t)
+        && host as f64 >= own as f64 / t.peer_max_ratio;
+    matches.then_some(Candidate {
+        row,
+        shape: Shape::OwningCard { spans },
+        source: d,
+        mirror: d,
+        bytes: host,
+        local: own,
+    })
+}
+
+/// Driver-held host memory beyond the host-class bytes that are not mirrors: what can back the
+/// mirrors. Ordinary GTT buffers are pinned pages too and sit in the same counters.
+fn mirror_evidence(ledger: &Ledger, evidence: &DriverHeld, mirrored: u64) -> u64 {
+    let ordinary = ledger.host_class_resident().saturating_sub(mirrored);
+    evidence.bytes.saturating_sub(ordinary)
+}
+
+fn backing_of(covered: Option<u64>, mirrored: u64, t: &Thresholds) -> Backing {
+    match covered.map(|c| c as f64 / mirrored.max(1) as f64) {
         Some(c) if c >= t.backing_pinned => Backing::Pinned,
         Some(c) if c < t.backing_not_pinned => Backing::NotPinned,
         _ => Backing::Unknown,
     }
 }
 
-fn verdict(backing: Backing, evidence: Option<&DriverHeld>, mirrored: u64) -> String {
+fn verdict(backing: Backing, evidence: Option<&DriverHeld>, covered: u64, mirrored: u64) -> String {
     let Some(e) = evidence else {
         return "no host counter is readable to tell whether it is pinned".to_string();
     };
     let held = e.parts();
+    let share = percent(covered, mirrored);
     match backing {
         Backing::Pinned => format!("host counters show it pinned ({held})"),
         Backing::NotPinned => format!(
-            "host counters show it is not backed ({held}, {:.0} % of the mirrored bytes), bookkeeping only for now",
-            percent(e.bytes, mirrored)
+            "host counters show it is not backed ({held}, {share:.0} % of the mirrored bytes beyond ordinary buffers), bookkeeping only for now"
         ),
         Backing::Unknown => format!(
-            "host counters cover {:.0} % of it ({held}): it may be pinned",
-            percent(e.bytes, mirrored)
+            "host counters cover {share:.0} % of it beyond ordinary buffers ({held}): it may be pinned"
+        ),
+    }
+}
+
+/// `rank 0 (pid 4001, home 0000:03:00.0)`: the home is the ledger's, as the table marks it.
+fn who(row: &ProcessRow) -> String {
+    let home = row.home_device.as_deref().unwrap_or("none");
+    match row.rank {
+        Some(r) => format!("rank {r} (pid {}, home {home})", row.pid),
+        None => format!("pid {} ({}, home {home})", row.pid, row.comm),
+    }
+}
+
+/// What is mirrored where, in words.
+fn what(c: &Candidate) -> String {
+    let pct = c.bytes as f64 / c.local as f64 * 100.0;
+    let bytes = human_bytes(c.bytes);
+    match c.shape {
+        Shape::Peer { sources: 1 } => format!(
+            "holds {bytes} of host-class memory on peer {} = {pct:.0} % of its VRAM on {}",
+            c.mirror, c.source
+        ),
+        Shape::Peer { sources } => format!(
+            "holds {bytes} of host-class memory on peer {} = {pct:.0} % of its VRAM on its {sources} other devices",
+            c.mirror
+        ),
+        Shape::OwningCard { spans } => format!(
+            "holds {bytes} of host-class memory on its own card {} = {pct:.0} % of its VRAM there, in a context over {spans} devices",
+            c.mirror
         ),
     }
 }
@@ -129,43 +211,30 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
         .collect();
     let mirrored: u64 = cands.iter().map(|c| c.bytes).sum();
     let evidence = ledger.host.driver_held();
-    let backing = backing_of(evidence.as_ref(), mirrored, t);
-    let verdict = verdict(backing, evidence.as_ref(), mirrored);
+    let covered = evidence
+        .as_ref()
+        .map(|e| mirror_evidence(ledger, e, mirrored));
+    let backing = backing_of(covered, mirrored, t);
+    let verdict = verdict(backing, evidence.as_ref(), covered.unwrap_or(0), mirrored);
     cands
         .into_iter()
-        .map(|c| {
-            let ratio = c.bytes as f64 / c.local as f64;
-            let whose = match (c.source == c.mirror, c.row.devices().len()) {
-                (true, _) => "its own VRAM there, in a context over several devices",
-                (false, 2) => "its VRAM",
-                (false, _) => "its VRAM on its other devices",
-            };
-            let what = format!(
-                "holds {} of host-class memory on peer {} = {:.0} % of {whose}",
-                human_bytes(c.bytes),
-                c.mirror,
-                ratio * 100.0
-            );
-            let who = match c.row.rank {
-                Some(r) => format!("rank {r} (pid {}, home {})", c.row.pid, c.source),
-                None => format!("pid {} ({}, home {})", c.row.pid, c.row.comm, c.source),
-            };
-            Finding {
-                kind: Kind::PeerMirror,
-                severity: backing.severity(),
-                message: format!(
-                    "{who} {what}; {verdict}: this is the peer-mirror pattern; see --explain peer_mirror"
-                ),
-                pid: Some(c.row.pid),
-                rank: c.row.rank,
-                device: Some(c.source),
-                peer: Some(c.mirror.to_string()),
-                bytes: c.bytes,
-                ratio: Some(ratio),
-                backing: Some(backing),
-                source: evidence.map(|e| e.counter.as_str().to_string()),
-                issue: None,
-            }
+        .map(|c| Finding {
+            kind: Kind::PeerMirror,
+            severity: backing.severity(),
+            message: format!(
+                "{} {}; {verdict}: this is the peer-mirror pattern; see --explain peer_mirror",
+                who(c.row),
+                what(&c)
+            ),
+            pid: Some(c.row.pid),
+            rank: c.row.rank,
+            device: Some(c.source.to_string()),
+            peer: Some(c.mirror.to_string()),
+            bytes: c.bytes,
+            ratio: Some(c.bytes as f64 / c.local as f64),
+            backing: Some(backing),
+            source: evidence.map(|e| e.counter.as_str().to_string()),
+            issue: None,
         })
         .collect()
 }

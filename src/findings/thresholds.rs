@@ -13,6 +13,9 @@ pub struct Thresholds {
     /// peer_mirror: most multiple of the device-local bytes it could mirror (a mirror cannot be
     /// larger than what it mirrors, beyond this margin).
     pub peer_max_ratio: f64,
+    /// peer_mirror: device-local bytes on a device up to which they are a context (every runtime
+    /// creates one of 0.1–0.5 GiB on each device it sees), not an allocation that is mirrored.
+    pub peer_context_floor: u64,
     /// peer_mirror on the owning device's own fd: least host-class bytes (a runtime's ordinary
     /// staging and command buffers are hundreds of MiB and can match a small early working set).
     pub peer_own_min_bytes: u64,
@@ -34,6 +37,7 @@ impl Default for Thresholds {
             peer_min_bytes: 256 << 20,
             peer_min_ratio: 0.25,
             peer_max_ratio: 1.25,
+            peer_context_floor: 512 << 20,
             peer_own_min_bytes: 1 << 30,
             backing_pinned: 0.5,
             backing_not_pinned: 0.1,
@@ -64,10 +68,11 @@ pub enum ThresholdError {
 
 impl Thresholds {
     /// Names accepted by [`Thresholds::set`].
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "peer.min_bytes",
         "peer.min_ratio",
         "peer.max_ratio",
+        "peer.context_floor",
         "peer.own_min_bytes",
         "backing.pinned",
         "backing.not_pinned",
@@ -107,6 +112,7 @@ impl Thresholds {
                     .filter(|v| (1.0..=10.0).contains(v))
                     .ok_or_else(bad)?
             }
+            "peer.context_floor" => self.peer_context_floor = bytes()?,
             "peer.own_min_bytes" => self.peer_own_min_bytes = bytes()?,
             "backing.pinned" => self.backing_pinned = share()?,
             "backing.not_pinned" => self.backing_not_pinned = share()?,

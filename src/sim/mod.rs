@@ -24,12 +24,19 @@
 //! to that one device (no peer fds).
 //!
 //! Other scenarios: `single-gpu` (healthy), `leak` (host memory grows to the end), `amdgpu-tp`
-//! (2 ranks of tensor parallel on amdgpu MI300X, `vram`/`gtt`/`cpu` with legacy keys, no mirror).
+//! (2 ranks of tensor parallel on amdgpu MI300X, `vram`/`gtt`/`cpu` with legacy keys, no mirror),
+//! `ddp-healthy` (the same DDP job on a runtime that registers nothing on peers: contexts on every
+//! card, no mirror) and `one-process` (one process over `--ranks` devices, intel/llvm#22873: each
+//! device's GTT mirrors the allocations on the others).
+//!
+//! Every state carries its ground truth ([`truth::Truth`]), written as `gpuledger-sim/truth.json`:
+//! the mirrors the model made and the findings gpuledger must report for them.
 
 mod death;
 mod fdinfo_text;
 mod model;
 pub mod run;
+pub mod truth;
 mod write;
 
 pub use crate::sources::sim_job::{read_job_end, JobEnd, JobEndError, JobOutcome, JOB_END_SCHEMA};

@@ -2,6 +2,7 @@
 
 use super::death::{self, Failure};
 use super::fdinfo_text;
+use super::truth::{self, Mirror, Truth};
 use crate::sources::drm_devices::DeviceInfo;
 use crate::sources::kmsg::KmsgRecord;
 use crate::sources::sim_job::{JobEnd, JobOutcome, JOB_END_SCHEMA};
@@ -13,6 +14,12 @@ const GIB: u64 = 1 << 30;
 /// 512×2048×795 fp32 buffer, but that is 3,256,320 KiB; 3,174,400 KiB is 512×2048×775 fp32.)
 pub const SEED_SEGMENT: u64 = 3_174_400 * KIB;
 const LAUNCHER_PID: u32 = 4000;
+/// A rank's ordinary GTT on its home card at start (the seed's 627.7 MiB).
+const BASE_GTT: u64 = 642_792 * KIB;
+/// Of it, pinned host pages (the seed's 0.67 GiB of GPUActive over two ranks).
+const BASE_PINNED: u64 = 351_272 * KIB;
+/// A context's VRAM on a card a rank does not compute on (the seed's 186.8 MiB).
+const CONTEXT_VRAM: u64 = 191_268 * KIB;
 /// Share of the run at which the job ends by itself.
 const JOB_END: f64 = 0.9;
 
@@ -27,15 +34,23 @@ pub enum Scenario {
     Leak,
     /// Two tensor-parallel ranks on amdgpu, no mirror.
     AmdgpuTp,
+    /// DDP ranks with a context on every device and no peer registrations (a runtime without
+    /// the defect): nothing is mirrored.
+    DdpHealthy,
+    /// One process over `ranks` devices (intel/llvm#22873): each device's GTT mirrors the
+    /// allocations on the others.
+    OneProcess,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::DdpPeerMirror,
         Scenario::SingleGpu,
         Scenario::Leak,
         Scenario::AmdgpuTp,
+        Scenario::DdpHealthy,
+        Scenario::OneProcess,
     ];
 
     /// Command-line name.
@@ -45,6 +60,26 @@ impl Scenario {
             Scenario::SingleGpu => "single-gpu",
             Scenario::Leak => "leak",
             Scenario::AmdgpuTp => "amdgpu-tp",
+            Scenario::DdpHealthy => "ddp-healthy",
+            Scenario::OneProcess => "one-process",
+        }
+    }
+
+    /// One line on what the scenario models, for `simulate --help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Scenario::DdpPeerMirror => {
+                "DDP ranks whose device segments are registered as GTT on every peer card (GSD-13038)"
+            }
+            Scenario::SingleGpu => "one rank on one GPU, healthy",
+            Scenario::Leak => "one process whose host-class memory grows until the end",
+            Scenario::AmdgpuTp => "two tensor-parallel ranks on amdgpu MI300X, no mirror",
+            Scenario::DdpHealthy => {
+                "DDP ranks with a context on every card and no peer registrations, healthy"
+            }
+            Scenario::OneProcess => {
+                "one process over every device; each device's GTT mirrors the others' allocations"
+            }
         }
     }
 
@@ -90,7 +125,9 @@ impl SimParams {
     /// The defaults of a scenario.
     pub fn new(scenario: Scenario) -> SimParams {
         let (ranks, segments) = match scenario {
-            Scenario::DdpPeerMirror => (2, vec![SEED_SEGMENT; 6]),
+            Scenario::DdpPeerMirror | Scenario::DdpHealthy | Scenario::OneProcess => {
+                (2, vec![SEED_SEGMENT; 6])
+            }
             Scenario::SingleGpu => (1, vec![SEED_SEGMENT; 4]),
             Scenario::Leak => (1, vec![256 * MIB; 40]),
             Scenario::AmdgpuTp => (2, vec![16 * GIB; 4]),
@@ -164,6 +201,8 @@ pub struct SimState {
     pub kernel_log: Vec<KmsgRecord>,
     /// How the job ended, once it has.
     pub job_end: Option<JobEnd>,
+    /// What gpuledger must find in this state (`gpuledger-sim/truth.json`).
+    pub truth: Truth,
 }
 
 /// A simulated run.
@@ -180,6 +219,8 @@ struct RankMem {
     /// (device index, gtt, vram) for each peer fd.
     peers: Vec<(u32, u64, u64)>,
     pinned: u64,
+    /// (device whose allocation is mirrored, device holding the mirror, bytes).
+    mirrors: Vec<(u32, u32, u64)>,
 }
 
 impl Simulation {
@@ -242,7 +283,7 @@ impl Simulation {
     fn find_death(&self) -> Option<f64> {
         let room = (self.params.host_mem as f64 * 0.98) as u64;
         (0..=self.params.segments.len()).find_map(|k| {
-            let pinned: u64 = (0..self.params.ranks)
+            let pinned: u64 = (0..self.processes())
                 .map(|r| self.rank_mem(r, k).pinned)
                 .sum();
             let at = if k == 0 { 0.0 } else { self.segment_at(k - 1) };
@@ -251,10 +292,22 @@ impl Simulation {
     }
 
     fn peer_count(&self) -> u32 {
-        if self.params.single_device || self.params.scenario != Scenario::DdpPeerMirror {
+        let spans = matches!(
+            self.params.scenario,
+            Scenario::DdpPeerMirror | Scenario::DdpHealthy | Scenario::OneProcess
+        );
+        if self.params.single_device || !spans {
             0
         } else {
             self.params.ranks.saturating_sub(1)
+        }
+    }
+
+    /// GPU processes of the job: one per rank, or one over every device.
+    fn processes(&self) -> u32 {
+        match self.params.scenario {
+            Scenario::OneProcess => 1,
+            _ => self.params.ranks,
         }
     }
 
@@ -263,32 +316,67 @@ impl Simulation {
         let made: u64 = p.segments.iter().take(segs).sum();
         let eager = p.backing == Backing::Eager;
         match p.scenario {
-            Scenario::DdpPeerMirror | Scenario::SingleGpu => {
-                let base_gtt = 642_792 * KIB;
+            Scenario::DdpPeerMirror | Scenario::SingleGpu | Scenario::DdpHealthy => {
+                let registered = if p.scenario == Scenario::DdpHealthy { 0 } else { made };
                 let peers: Vec<(u32, u64, u64)> = (0..p.ranks)
                     .filter(|&d| d != rank && self.peer_count() > 0)
-                    .map(|d| (d, 4 * MIB + made, 191_268 * KIB))
+                    .map(|d| (d, 4 * MIB + registered, CONTEXT_VRAM))
                     .collect();
-                let mirrored = if eager { made * peers.len() as u64 } else { 0 };
+                let mirrors: Vec<(u32, u32, u64)> = peers
+                    .iter()
+                    .filter(|_| registered > 0)
+                    .map(|&(d, _, _)| (rank, d, registered))
+                    .collect();
+                let mirrored = if eager { registered * peers.len() as u64 } else { 0 };
                 RankMem {
                     home_vram: 512 * MIB + made,
-                    home_gtt: base_gtt,
-                    pinned: 351_272 * KIB + mirrored,
+                    home_gtt: BASE_GTT,
+                    pinned: BASE_PINNED + mirrored,
                     peers,
+                    mirrors,
                 }
             }
+            Scenario::OneProcess => self.one_process_mem(made),
             Scenario::Leak => RankMem {
                 home_vram: 2 * GIB,
                 home_gtt: 64 * MIB + made,
                 peers: Vec::new(),
                 pinned: 64 * MIB + made,
+                mirrors: Vec::new(),
             },
             Scenario::AmdgpuTp => RankMem {
                 home_vram: GIB + made,
                 home_gtt: 512 * MIB,
                 peers: Vec::new(),
                 pinned: 512 * MIB,
+                mirrors: Vec::new(),
             },
+        }
+    }
+
+    /// One process over every device: each device holds `made` of VRAM and, as GTT on its fd,
+    /// a registration of every other device's `made` (intel/llvm#22873 with two devices).
+    fn one_process_mem(&self, made: u64) -> RankMem {
+        let others = u64::from(self.peer_count());
+        let mirrored_per_device = made * others;
+        let peers: Vec<(u32, u64, u64)> = (1..=self.peer_count())
+            .map(|d| (d, 4 * MIB + mirrored_per_device, 512 * MIB + made))
+            .collect();
+        let mut mirrors = Vec::new();
+        if made > 0 {
+            for holder in 0..=self.peer_count() {
+                for source in (0..=self.peer_count()).filter(|&s| s != holder) {
+                    mirrors.push((source, holder, made));
+                }
+            }
+        }
+        let eager = self.params.backing == Backing::Eager;
+        RankMem {
+            home_vram: 512 * MIB + made,
+            home_gtt: BASE_GTT + mirrored_per_device,
+            pinned: BASE_PINNED + if eager { mirrored_per_device * (others + 1) } else { 0 },
+            peers,
+            mirrors,
         }
     }
 
@@ -332,6 +420,7 @@ impl Simulation {
         let devices: Vec<DeviceInfo> = (0..p.ranks).map(|i| self.device(i)).collect();
         let mut processes = Vec::new();
         let mut pinned = 0;
+        let mut mirrors = Vec::new();
         if job_running {
             processes.push(SimProcess {
                 pid: LAUNCHER_PID,
@@ -346,13 +435,16 @@ impl Simulation {
                 env: p.env.clone(),
                 fds: Vec::new(),
             });
-            for r in 0..p.ranks {
+            for r in 0..self.processes() {
                 let m = self.rank_mem(r, segs);
                 pinned += m.pinned;
-                processes.push(self.rank_process(r, &m, &devices));
+                let proc = self.rank_process(r, &m, &devices);
+                mirrors.extend(self.mirrors(&proc, r, &m, &devices));
+                processes.push(proc);
             }
         }
         SimState {
+            truth: truth::expected(self.truth_base(t_s, job_running, died, pinned), mirrors),
             t_s,
             kernel_log: self.kernel_log(died),
             job_end: self.job_end(frac, died, end),
@@ -365,6 +457,37 @@ impl Simulation {
             processes,
             job_running,
             died,
+        }
+    }
+
+    /// The mirror relations of one process, as the ground truth names them.
+    fn mirrors(&self, proc: &SimProcess, r: u32, m: &RankMem, devices: &[DeviceInfo]) -> Vec<Mirror> {
+        let pinned = self.params.backing == Backing::Eager;
+        let rank = (self.params.scenario != Scenario::OneProcess).then_some(r);
+        m.mirrors
+            .iter()
+            .map(|&(source, holder, bytes)| Mirror {
+                pid: proc.pid,
+                rank,
+                home: devices[r as usize].id.clone(),
+                source: devices[source as usize].id.clone(),
+                peer: devices[holder as usize].id.clone(),
+                bytes,
+                pinned,
+            })
+            .collect()
+    }
+
+    fn truth_base(&self, t_s: f64, job_running: bool, died: bool, pinned: u64) -> Truth {
+        Truth {
+            schema: truth::SCHEMA.into(),
+            scenario: self.params.scenario.name().into(),
+            t_s,
+            job_running,
+            died,
+            driver_held: pinned,
+            mirrors: Vec::new(),
+            findings: Vec::new(),
         }
     }
 
@@ -440,12 +563,16 @@ impl Simulation {
             ));
         }
         fds.sort_by_key(|f| f.0);
-        let mut env = vec![
-            ("RANK".to_string(), r.to_string()),
-            ("LOCAL_RANK".to_string(), r.to_string()),
-            ("WORLD_SIZE".to_string(), p.ranks.to_string()),
-            ("LOCAL_WORLD_SIZE".to_string(), p.ranks.to_string()),
-        ];
+        let mut env = if p.scenario == Scenario::OneProcess {
+            Vec::new()
+        } else {
+            vec![
+                ("RANK".to_string(), r.to_string()),
+                ("LOCAL_RANK".to_string(), r.to_string()),
+                ("WORLD_SIZE".to_string(), p.ranks.to_string()),
+                ("LOCAL_WORLD_SIZE".to_string(), p.ranks.to_string()),
+            ]
+        };
         env.extend(p.env.iter().cloned());
         SimProcess {
             pid,

@@ -61,6 +61,8 @@ impl LiveWriter {
         self.written = now;
         self.w.file(layout::VMSTAT, &state.vmstat)?;
         self.w.file(layout::MEMINFO, &state.meminfo)?;
+        let truth = serde_json::to_string_pretty(&state.truth).map_err(io::Error::other)?;
+        self.w.file(layout::SIM_TRUTH, truth + "\n")?;
         self.end_evidence(state)
     }
 
