@@ -92,7 +92,10 @@ fn absurd_rate_values_are_not_recorded_and_a_crafted_file_still_plots() {
     };
     assert!(status.success());
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("<figure class=\"rate\">"), "the chart is drawn");
+    assert!(
+        page.contains("<figure class=\"rate\">"),
+        "the chart is drawn"
+    );
     let show = bin().arg("show").arg(&ledger).output().unwrap();
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(text.contains("rate wave: 1 points"), "{text}");
@@ -106,7 +109,10 @@ fn recorded_text_reaches_the_terminal_escaped() {
     let show = bin().arg("show").arg(&a).output().unwrap();
     assert_no_control_bytes("show", &show);
     let text = String::from_utf8_lossy(&show.stdout);
-    assert!(text.contains("\\e[2J"), "the escape is shown, visibly: {text}");
+    assert!(
+        text.contains("\\e[2J"),
+        "the escape is shown, visibly: {text}"
+    );
 
     let diff = bin().arg("diff").arg(&a).arg(&b).output().unwrap();
     let text = String::from_utf8_lossy(&diff.stdout);

@@ -113,7 +113,11 @@ fn peaks_table(s: &RunSummary) -> String {
             vec![
                 p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
                 p.pid.to_string(),
-                format!("{}{}", display_safe(&p.device), if p.home { " *" } else { "" }),
+                format!(
+                    "{}{}",
+                    display_safe(&p.device),
+                    if p.home { " *" } else { "" }
+                ),
                 human_bytes(p.device_local),
                 human_bytes(p.host),
             ]
@@ -244,9 +248,7 @@ fn evidence_text(e: &EvidenceSummary) -> String {
     }
     for r in &e.rates {
         // The unit comes from the file as written: escaped like the name.
-        let v = |x: Option<f64>| {
-            x.map_or("-".into(), |x| safe(&approx(x, r.unit.as_deref())))
-        };
+        let v = |x: Option<f64>| x.map_or("-".into(), |x| safe(&approx(x, r.unit.as_deref())));
         let _ = writeln!(
             out,
             "  rate {}: {} points, median {}, first {}, last {}",

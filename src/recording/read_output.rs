@@ -5,8 +5,8 @@
 use super::names::{conversion, parse};
 use super::read_rows::Layout;
 use crate::job_output::{
-    plausible, ErrorLine, Marker, OutputLine, Stream, MAX_ERROR_LINES, MAX_MARKERS, MAX_RATE_POINTS,
-    TAIL_LINES,
+    plausible, ErrorLine, Marker, OutputLine, Stream, MAX_ERROR_LINES, MAX_MARKERS,
+    MAX_RATE_POINTS, TAIL_LINES,
 };
 use rusqlite::{Connection, Row};
 use serde::Serialize;
