@@ -55,11 +55,18 @@ fn secret_looking_arguments_are_redacted_unless_asked_for() {
         assert!(!snap.contains(secret), "{secret} disclosed in {snap}");
         assert!(!metrics.contains(secret), "{secret} disclosed in /metrics");
     }
-    assert!(snap.contains("--hf-token=<redacted>"), "{snap}");
-    assert!(snap.contains("admin:<redacted>@db:5432"), "{snap}");
-    assert!(
-        snap.contains("\"--epochs\",\"3\"") || snap.contains("\"3\""),
-        "{snap}"
+    let doc: serde_json::Value = serde_json::from_str(&snap).unwrap();
+    let cmdline = doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == 116400)
+        .map(|p| p["cmdline"].clone())
+        .unwrap();
+    assert_eq!(
+        cmdline,
+        "/usr/bin/python3 train.py --hf-token=<redacted> AWS_SECRET_ACCESS_KEY=<redacted> \
+         --db postgres://admin:<redacted>@db:5432/x --epochs 3"
     );
     drop(s);
 
@@ -112,13 +119,22 @@ fn slow_readers_share_one_snapshot_rendering() {
     many_clients(&tree, 1000, 2000);
     let s = serve_root(&tree, &["--interval", "60s"]);
     let size = get(&format!("{}/snapshot.json", s.base)).len() as u64;
-    assert!(size > 2_000_000, "the snapshot is {size} bytes");
+    assert!(size > 3_000_000, "the snapshot is {size} bytes");
     let before = rss_kib(s.child.id());
-    let addr = s.base.trim_start_matches("http://").to_string();
-    // Each reader asks for the snapshot, reads 1 byte of it, and stops reading.
+    let addr: std::net::SocketAddr = s.base.trim_start_matches("http://").parse().unwrap();
+    // Each reader asks for the snapshot, reads 1 byte of it, and stops reading. Its receive
+    // buffer is 4 KiB, so the kernel cannot take the response off the exporter's hands.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let readers: Vec<std::net::TcpStream> = (0..READERS)
         .map(|_| {
-            let mut c = std::net::TcpStream::connect(&addr).unwrap();
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            let c = rt.block_on(socket.connect(addr)).unwrap();
+            let mut c = c.into_std().unwrap();
+            c.set_nonblocking(false).unwrap();
             c.write_all(b"GET /snapshot.json HTTP/1.1\r\nHost: x\r\n\r\n")
                 .unwrap();
             c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -130,9 +146,9 @@ fn slow_readers_share_one_snapshot_rendering() {
     let after = rss_kib(s.child.id());
     let grown = after.saturating_sub(before) * 1024;
     eprintln!("{READERS} slow readers of a {size}-byte snapshot: RSS {before} KiB -> {after} KiB");
-    // A private copy each would be READERS × size (200 MB here); shared, a few buffers.
+    // A private copy each would be READERS × size (390 MB here); shared, a few buffers.
     assert!(
-        grown < 10 * size,
+        grown < 5 * size,
         "RSS grew by {grown} bytes for {READERS} readers of {size} bytes"
     );
     drop(readers);
