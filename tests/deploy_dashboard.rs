@@ -90,11 +90,24 @@ fn the_dashboard_imports_with_its_datasource_input_and_known_metrics() {
     let panels = dash["panels"].as_array().unwrap();
     let ids: BTreeSet<u64> = panels.iter().filter_map(|p| p["id"].as_u64()).collect();
     assert_eq!(ids.len(), panels.len(), "every panel has its own id");
+    // Import lists what the dashboard needs from `__requires`: every panel type among them.
+    let required: BTreeSet<&str> = dash["__requires"]
+        .as_array()
+        .expect("__requires")
+        .iter()
+        .filter(|r| r["type"] == "panel")
+        .filter_map(|r| r["id"].as_str())
+        .collect();
     for p in panels {
+        let title = &p["title"];
         assert!(
             p["datasource"].is_object(),
-            "panel {} has no datasource",
-            p["title"]
+            "panel {title} has no datasource"
+        );
+        let kind = p["type"].as_str().unwrap();
+        assert!(
+            required.contains(kind),
+            "panel type {kind} is not in __requires"
         );
     }
 

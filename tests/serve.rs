@@ -407,12 +407,8 @@ fn hostile_process_names_cannot_inject_series() {
     assert_eq!(sorted_got, sorted_want, "{text}");
     // Series come out in the same order from every sample (the exporter re-renders every 200 ms).
     std::thread::sleep(Duration::from_millis(500));
-    let untimed = |t: &str| -> Vec<String> {
-        t.lines()
-            .filter(|l| !timed(l))
-            .map(String::from)
-            .collect()
-    };
+    let untimed =
+        |t: &str| -> Vec<String> { t.lines().filter(|l| !timed(l)).map(String::from).collect() };
     assert_eq!(
         untimed(&get(&format!("{}/metrics", evil.base))),
         untimed(&text)
