@@ -33,7 +33,7 @@ impl Default for MetricsOptions {
 /// The exporter's own figures, kept across samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ExporterStats {
-    /// Seconds the last sample took (scan, attribution, findings, rendering).
+    /// Seconds the last sample took (scan, attribution, findings, the snapshot JSON).
     pub scan_seconds: f64,
     /// Samples that failed since the exporter started (the last good one is still served).
     pub failed_samples: u64,
@@ -291,7 +291,7 @@ fn register_self(reg: &mut Registry, stats: &ExporterStats) {
     );
     reg.register(
         "gpuledger_scan_duration_seconds",
-        "Seconds the last sample took: /proc and sysfs scan, attribution, findings and rendering",
+        "Seconds the last sample took: /proc and sysfs scan, attribution, findings and the snapshot JSON",
         FloatGauge(stats.scan_seconds),
     );
     let mut errors = SortedCounters::default();
