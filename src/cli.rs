@@ -202,6 +202,11 @@ pub enum Command {
         /// Most per-process series; further processes are folded into pid="other".
         #[arg(long, default_value_t = 5000, value_name = "N")]
         max_series: usize,
+        /// Show command lines in /snapshot.json as they are. By default arguments that look
+        /// like secrets (--token=…, --hf-token …, *_KEY=…, password options, URLs with a
+        /// password) are replaced by <redacted>: anyone who reaches the port reads them.
+        #[arg(long)]
+        show_cmdline: bool,
         #[command(flatten)]
         filter: FilterArgs,
     },

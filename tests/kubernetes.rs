@@ -121,7 +121,7 @@ fn daemonset_args_start_the_exporter() {
     assert!(line.contains("/metrics"), "{line}");
     let body = body.unwrap().into_string().unwrap();
     assert!(
-        body.contains("gpuledger_host_memory_bytes{kind=\"total\"}"),
+        body.contains("gpuledger_host_memory_total_bytes "),
         "{body}"
     );
 }

@@ -127,6 +127,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             interval,
             min_process_bytes,
             max_series,
+            show_cmdline,
             filter,
         }) => serve::run(
             &ctx,
@@ -137,6 +138,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 max_process_series: max_series,
             },
             &filter,
+            show_cmdline,
         ),
         Some(Command::Report {
             recordings,

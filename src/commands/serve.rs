@@ -15,6 +15,7 @@ pub fn run(
     interval: Duration,
     metrics: MetricsOptions,
     filter: &FilterArgs,
+    show_cmdline: bool,
 ) -> Result<ExitCode> {
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let filter = super::live_filter(&mut sampler, filter)?;
@@ -25,6 +26,7 @@ pub fn run(
         metrics,
         connections: Default::default(),
         filter,
+        show_cmdline,
     };
     serve(sampler, opts, |addr| {
         eprintln!("gpuledger serve: http://{addr}/metrics (also /healthz, /snapshot.json), sampling every {interval:?}");

@@ -28,7 +28,7 @@ pub use classify::{classify, ErrorKind, Traceback};
 pub use collect::{Batch, Collector, Counts};
 pub use markers::MarkerFile;
 pub use pump::{pump, Capture};
-pub use rate::{RateSpec, RateSpecError};
+pub use rate::{plausible, RateSpec, RateSpecError, MAX_RATE_MAGNITUDE};
 
 use serde::{Deserialize, Serialize};
 

@@ -3,6 +3,16 @@
 use regex::Regex;
 use thiserror::Error;
 
+/// Largest magnitude a rate value may have. A job's throughput (seconds per step, tokens or bytes
+/// per second) is far below it; a larger number is a misparse or a hostile line, and a chart whose
+/// axis reaches `f64::MAX` cannot be drawn.
+pub const MAX_RATE_MAGNITUDE: f64 = 1e15;
+
+/// Whether `v` may be a rate value: finite and at most [`MAX_RATE_MAGNITUDE`] in magnitude.
+pub fn plausible(v: f64) -> bool {
+    v.is_finite() && v.abs() <= MAX_RATE_MAGNITUDE
+}
+
 /// A throughput series to take from the job's output.
 #[derive(Debug, Clone)]
 pub struct RateSpec {
@@ -78,9 +88,46 @@ impl RateSpec {
         })
     }
 
-    /// The number a line gives, when it matches and its group is a finite number.
+    /// The number a line gives, when it matches and its group is a [`plausible`] number.
     pub fn value(&self, line: &str) -> Option<f64> {
         let text = self.regex.captures(line)?.get(1)?.as_str();
-        text.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+        text.trim().parse::<f64>().ok().filter(|v| plausible(*v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn wave() -> RateSpec {
+        RateSpec::parse("wave=wave ([-+0-9.eE]+|inf|NaN)").unwrap()
+    }
+
+    #[test]
+    fn non_finite_and_absurd_values_are_not_values() {
+        let r = wave();
+        for line in [
+            "wave 1.7e308",
+            "wave -1e308",
+            "wave inf",
+            "wave NaN",
+            "wave 1e16",
+            &format!("wave {}", "9".repeat(309)),
+        ] {
+            assert_eq!(r.value(line), None, "{line}");
+        }
+        assert_eq!(r.value("wave 3.5"), Some(3.5));
+        assert_eq!(r.value("wave -2e3"), Some(-2000.0));
+        assert_eq!(r.value("wave 1e15"), Some(1e15));
+    }
+
+    proptest! {
+        #[test]
+        fn every_value_is_plausible(text in "[-+0-9.eE]{1,40}") {
+            if let Some(v) = wave().value(&format!("wave {text}")) {
+                prop_assert!(v.is_finite() && v.abs() <= MAX_RATE_MAGNITUDE, "{v}");
+            }
+        }
     }
 }

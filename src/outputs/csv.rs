@@ -1,9 +1,12 @@
 //! `--format csv`: one row per process × device × region, like `nvidia-smi --format=csv,nounits`:
 //! a header row, bytes as plain integers, an empty field where the kernel gave no number (never
 //! 0). Quoting is the `csv` crate's: comm and cmdline come from the machine and may hold anything.
+//! Text fields also go through [`safe`]: a CSV is read in a terminal (`cat`, `column`) as often as
+//! in a spreadsheet, so ESC and other control bytes are written visibly (`\e`, `\n`), never raw.
 
 use crate::ledger::{Ledger, UsageSource};
 use crate::outputs::json::rfc3339;
+use crate::outputs::safe_text::safe;
 
 /// The header row, in column order.
 pub const HEADER: [&str; 16] = [
@@ -40,7 +43,8 @@ pub fn render(ledger: &Ledger, header: bool) -> Result<String, CsvError> {
     let time = rfc3339(ledger.time_ms);
     let num = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
     for p in &ledger.processes {
-        let cmdline = p.cmdline.join(" ");
+        let cmdline = safe(&p.cmdline.join(" "));
+        let comm = safe(&p.comm);
         for u in &p.usage {
             let home = p.home_device.as_deref() == Some(u.device.as_str());
             w.write_record([
@@ -48,10 +52,10 @@ pub fn render(ledger: &Ledger, header: bool) -> Result<String, CsvError> {
                 &p.pid.to_string(),
                 &num(p.rank.map(u64::from)),
                 &num(p.local_rank.map(u64::from)),
-                &p.comm,
-                &u.device,
+                &comm,
+                &safe(&u.device),
                 if home { "yes" } else { "no" },
-                &u.region,
+                &safe(&u.region),
                 u.class.as_str(),
                 source_name(u.source),
                 &num(u.total),
@@ -91,7 +95,7 @@ mod tests {
             pid: 7,
             nspid: vec![],
             comm: "a,\"b\"\nc".into(),
-            cmdline: vec!["x".into(), "y,z".into()],
+            cmdline: vec!["x".into(), "y,z\u{1b}[2J".into()],
             rank: Some(3),
             local_rank: None,
             home_device: Some("0000:03:00.0".into()),
@@ -125,7 +129,7 @@ mod tests {
                 "7",
                 "3",
                 "",
-                "a,\"b\"\nc",
+                "a,\"b\"\\nc",
                 "0000:03:00.0",
                 "yes",
                 "vram0",
@@ -136,9 +140,10 @@ mod tests {
                 "",
                 "",
                 "0",
-                "x y,z"
+                "x y,z\\e[2J"
             ]
         );
+        assert!(!out.bytes().any(|b| b == 0x1b), "raw ESC in {out:?}");
         assert!(!render(&l, false).unwrap().starts_with("time,"));
     }
 }

@@ -1,7 +1,7 @@
 //! `diff` as text: the bad-vs-good table the library computed, long cells written out in full
 //! below it, then the warning or the verdict.
 
-use super::safe_text::display_safe;
+use super::safe_text::{display_safe, safe};
 use super::text_table::{render, Align};
 use crate::timeline::diff::{change, Diff, Value};
 
@@ -21,12 +21,12 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
                 if text.chars().count() <= MAX_CELL {
                     return text;
                 }
-                full.push_str(&format!("{}, {run}: {text}\n", r.what));
+                full.push_str(&format!("{}, {run}: {text}\n", display_safe(&r.what)));
                 let cut: String = text.chars().take(MAX_CELL - 1).collect();
                 format!("{cut}…")
             };
             let (a, b) = (cell(&r.a, "A"), cell(&r.b, "B"));
-            vec![r.what.clone(), a, b, change(&r.a, &r.b)]
+            vec![safe(&r.what), a, b, safe(&change(&r.a, &r.b))]
         })
         .collect();
     let headers = [
@@ -36,14 +36,17 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         ("B - A", Align::Right),
     ];
     let mut out = format!(
-        "A = {a_name}\nB = {b_name}\n\n{}\n{full}",
+        "A = {}\nB = {}\n\n{}\n{full}",
+        display_safe(a_name),
+        display_safe(b_name),
         render("  ", &headers, &rows)
     );
     if !full.is_empty() {
         out.push('\n');
     }
+    // The "different jobs" warning quotes both recorded commands: escaped like every cell.
     for line in d.warning.iter().chain(&d.verdict) {
-        out.push_str(line);
+        out.push_str(&display_safe(line));
         out.push('\n');
     }
     out

@@ -1,17 +1,18 @@
 //! `show` of several recordings of one job (one per node): the worst node, per-rank peaks
 //! across nodes, each node's host counters and how it ended, and every finding with its node.
 
-use super::safe_text::display_safe;
+use super::safe_text::{display_safe, safe};
 use super::show::held_text;
 use super::text_table::{render, Align};
 use crate::timeline::JobSet;
 use crate::units::{human_bytes, human_opt};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::fmt::Write;
 
 /// Plain text.
 pub fn render_text(set: &JobSet) -> String {
-    let names: Vec<&str> = set.nodes.iter().map(|n| n.node.as_str()).collect();
+    let names: Vec<Cow<str>> = set.nodes.iter().map(|n| display_safe(&n.node)).collect();
     let mut out = format!(
         "Job of {} recordings (nodes {})\n",
         set.nodes.len(),
@@ -38,7 +39,7 @@ pub fn render_text(set: &JobSet) -> String {
         .map(|r| {
             vec![
                 r.rank.map_or("-".into(), |x| x.to_string()),
-                r.node,
+                safe(&r.node),
                 r.pid.to_string(),
                 human_bytes(r.device_local),
                 human_bytes(r.host),
@@ -65,8 +66,8 @@ pub fn render_text(set: &JobSet) -> String {
         .map(|n| {
             let s = &n.summary;
             vec![
-                n.node.clone(),
-                n.file.clone(),
+                safe(&n.node),
+                safe(&n.file),
                 format!("{:.1} s", s.duration_s),
                 held_text(s.driver_held_peak),
                 human_opt(s.mem_available_low),

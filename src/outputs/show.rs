@@ -1,7 +1,7 @@
 //! `show`: the summary of a recording, as text or JSON. Everything shown comes from one
 //! [`RunSummary`]; nothing is recomputed here.
 
-use super::safe_text::display_safe;
+use super::safe_text::{display_safe, safe};
 use super::text_table::{render, severity_label, Align, Paint};
 use crate::ledger::DriverHeld;
 use crate::recording::RecordedFinding;
@@ -113,7 +113,11 @@ fn peaks_table(s: &RunSummary) -> String {
             vec![
                 p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
                 p.pid.to_string(),
-                format!("{}{}", p.device, if p.home { " *" } else { "" }),
+                format!(
+                    "{}{}",
+                    display_safe(&p.device),
+                    if p.home { " *" } else { "" }
+                ),
                 human_bytes(p.device_local),
                 human_bytes(p.host),
             ]
@@ -139,7 +143,7 @@ pub fn render_text(name: &str, s: &RunSummary) -> String {
 
 /// Text summary, timeline severities coloured when `paint` says so.
 pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
-    let mut out = format!("Recording {name}\n");
+    let mut out = format!("Recording {}\n", display_safe(name));
     let _ = writeln!(out, "  command   {}", display_safe(&s.command.join(" ")));
     let _ = writeln!(
         out,
@@ -243,7 +247,8 @@ fn evidence_text(e: &EvidenceSummary) -> String {
         let _ = writeln!(out, "  … and {more} more error lines");
     }
     for r in &e.rates {
-        let v = |x: Option<f64>| x.map_or("-".into(), |x| approx(x, r.unit.as_deref()));
+        // The unit comes from the file as written: escaped like the name.
+        let v = |x: Option<f64>| x.map_or("-".into(), |x| safe(&approx(x, r.unit.as_deref())));
         let _ = writeln!(
             out,
             "  rate {}: {} points, median {}, first {}, last {}",

@@ -5,8 +5,8 @@
 use super::names::{conversion, parse};
 use super::read_rows::Layout;
 use crate::job_output::{
-    ErrorLine, Marker, OutputLine, Stream, MAX_ERROR_LINES, MAX_MARKERS, MAX_RATE_POINTS,
-    TAIL_LINES,
+    plausible, ErrorLine, Marker, OutputLine, Stream, MAX_ERROR_LINES, MAX_MARKERS,
+    MAX_RATE_POINTS, TAIL_LINES,
 };
 use rusqlite::{Connection, Row};
 use serde::Serialize;
@@ -123,16 +123,19 @@ fn rates(conn: &Connection) -> rusqlite::Result<Vec<RateSeries>> {
     heads
         .into_iter()
         .map(|(id, name, unit, dropped)| {
-            let points = points
+            let mut points = points
                 .query_map([id, MAX_RATE_POINTS as i64], |r| {
                     Ok((u64_at(r, 0)?, r.get(1)?))
                 })?
                 .collect::<rusqlite::Result<Vec<(u64, f64)>>>()?;
+            // A crafted file's inf or 1e308 is no rate a recorder writes: left out, counted.
+            let read = points.len();
+            points.retain(|p| plausible(p.1));
             Ok(RateSeries {
                 name,
                 unit,
+                dropped: dropped.saturating_add((read - points.len()) as u64),
                 points,
-                dropped,
             })
         })
         .collect()

@@ -21,6 +21,10 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
+/// hyper's per-connection buffer cap (its minimum is 8 KiB): a request head is far smaller, and
+/// response bodies are queued by reference, not buffered.
+const MAX_BUF_BYTES: usize = 16 * 1024;
+
 /// Connection limits of the exporter.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
@@ -113,10 +117,14 @@ async fn serve_connection(
         }
     });
     let mut builder = http1::Builder::new();
+    // Vectored writes queue the shared body (a reference count) instead of flattening it into
+    // a per-connection copy; the read and header buffers stay small.
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
-        .keep_alive(true);
+        .keep_alive(true)
+        .writev(true)
+        .max_buf_size(MAX_BUF_BYTES);
     let conn = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     let closed = tracked.closed();

@@ -1,10 +1,11 @@
-//! A gauge family that encodes its series in sorted label order.
+//! Metric families that encode their series in sorted label order.
 //!
 //! prometheus-client's `Family` keeps series in a `HashMap`, so every scrape listed them in a
 //! different order; a `BTreeMap` keyed by the label set gives the same order on every scrape.
 //! Label values still go through prometheus-client's encoder, which escapes `\`, `"` and newlines.
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use std::collections::BTreeMap;
 
@@ -26,6 +27,13 @@ impl SortedGauges {
     pub(crate) fn set(&mut self, labels: Labels, v: u64) {
         self.0.insert(labels, v);
     }
+
+    /// One series without labels, set to `v`.
+    pub(crate) fn single(v: u64) -> SortedGauges {
+        let mut g = SortedGauges::default();
+        g.set(Vec::new(), v);
+        g
+    }
 }
 
 impl EncodeMetric for SortedGauges {
@@ -42,5 +50,49 @@ impl EncodeMetric for SortedGauges {
 
     fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// Counter series keyed by label set (the exporter's own counts since it started).
+#[derive(Debug, Default)]
+pub(crate) struct SortedCounters(BTreeMap<Labels, u64>);
+
+impl SortedCounters {
+    /// Sets the series `labels` to `v`.
+    pub(crate) fn set(&mut self, labels: Labels, v: u64) {
+        self.0.insert(labels, v);
+    }
+}
+
+impl EncodeMetric for SortedCounters {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, v) in &self.0 {
+            encoder
+                .encode_family(labels)?
+                .encode_counter::<Labels, _, u64>(v, None::<&Exemplar<Labels, u64>>)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Counter
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One gauge without labels holding a float (a duration in seconds).
+#[derive(Debug)]
+pub(crate) struct FloatGauge(pub f64);
+
+impl EncodeMetric for FloatGauge {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&self.0)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Gauge
     }
 }

@@ -1,12 +1,14 @@
 //! The metric families (their names are part of gpuledger's contract; README lists them).
 //!
-//! Cardinality is bounded: a process whose resident GPU bytes (all devices and regions) are below
-//! `min_process_bytes` is folded into `pid="other"`, and after `max_process_series` per-process
-//! series every further process is folded there too.
+//! Every family sums: a label never mixes values that cannot be added (total with available,
+//! resident with shared); such values have their own metric names. Per-process and per-finding
+//! series are written only when non-zero. Besides the sample, the exporter says what it is
+//! (`gpuledger_build_info`) and how its scans go (duration, errors since it started).
 
-use super::family::{Labels, SortedGauges};
+use super::family::{FloatGauge, Labels, SortedCounters, SortedGauges};
+use super::process_metrics::process_families;
 use crate::findings::Finding;
-use crate::ledger::{Ledger, ProcessRow};
+use crate::ledger::Ledger;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
@@ -28,7 +30,32 @@ impl Default for MetricsOptions {
     }
 }
 
-fn l(pairs: &[(&str, String)]) -> Labels {
+/// The exporter's own figures, kept across samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ExporterStats {
+    /// Seconds the last sample took (scan, attribution, findings, the snapshot JSON).
+    pub scan_seconds: f64,
+    /// Samples that failed since the exporter started (the last good one is still served).
+    pub failed_samples: u64,
+    /// Files the scans met but could not use (FIFOs, oversized, malformed), summed over samples.
+    pub unusable_files: u64,
+    /// Processes whose fd table could not be read (permission), summed over samples.
+    pub unreadable_processes: u64,
+}
+
+impl ExporterStats {
+    /// Adds one good sample's scan problems.
+    pub fn count_scan(&mut self, stats: &crate::snapshot::ScanStats) {
+        self.unusable_files = self
+            .unusable_files
+            .saturating_add(u64::from(stats.issues_total));
+        self.unreadable_processes = self
+            .unreadable_processes
+            .saturating_add(u64::from(stats.unreadable));
+    }
+}
+
+pub(crate) fn l(pairs: &[(&str, String)]) -> Labels {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
@@ -41,56 +68,53 @@ fn opt(v: &Option<String>) -> String {
 
 /// Renders every metric for one ledger in OpenMetrics text. Series come out sorted by label set,
 /// the same order on every scrape; label values are escaped by prometheus-client's encoder.
-pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptions) -> String {
+pub fn render_metrics(
+    ledger: &Ledger,
+    findings: &[Finding],
+    opts: &MetricsOptions,
+    stats: &ExporterStats,
+) -> String {
     let mut reg = Registry::default();
-    reg.register(
-        "gpuledger_host_memory_bytes",
-        "Host memory counters: total, available, gpu_active, gpu_reclaim, unaccounted",
-        host_gauges(ledger),
-    );
-    reg.register(
-        "gpuledger_driver_held_bytes",
-        "Driver-held host memory by part (kernel_counter, pinned_shmem); counter names the kernel counter it starts from; the parts add up to the total",
-        driver_held_gauges(ledger),
-    );
+    register_host(&mut reg, ledger);
     reg.register(
         "gpuledger_device_info",
         "One series per GPU device, value 1",
         device_gauges(ledger),
     );
+    let (total, used) = device_memory_gauges(ledger);
     reg.register(
-        "gpuledger_device_memory_bytes",
-        "Device memory regions as the driver, NVML or dmem.capacity state them; kind is total or used; absent when unknown",
-        device_memory_gauges(ledger),
+        "gpuledger_device_memory_total_bytes",
+        "Size of each device memory region as the driver, NVML or dmem.capacity state it; absent when unknown",
+        total,
     );
+    reg.register(
+        "gpuledger_device_memory_used_bytes",
+        "Bytes in use in each device memory region as the driver or NVML states them; absent when unknown",
+        used,
+    );
+    let procs = process_families(ledger, opts);
     reg.register(
         "gpuledger_process_memory_bytes",
-        "GPU memory per process, device and region; kind is resident, total or shared",
-        process_gauges(ledger, opts),
-    );
-    let (count, bytes) = finding_gauges(findings);
-    reg.register(
-        "gpuledger_findings",
-        "Number of current findings by kind and severity",
-        count,
+        "Resident GPU memory per process, device and region (sums over regions, devices and processes); zero values are not written",
+        procs.resident,
     );
     reg.register(
-        "gpuledger_finding_bytes",
-        "Bytes behind each current finding",
-        bytes,
+        "gpuledger_process_memory_total_bytes",
+        "Size of every GPU buffer each process holds per device and region, resident or not; zero values are not written",
+        procs.total,
     );
     reg.register(
-        "gpuledger_known_issue",
-        "One series per entry of the known-issues base that applies to this machine, value 1; severity is warning (versions and devices match) or critical (and its finding is present)",
-        known_issue_gauges(findings),
+        "gpuledger_process_memory_shared_bytes",
+        "The part of each process's GPU buffers shared with other processes; zero values are not written",
+        procs.shared,
     );
-    let mut ts = SortedGauges::default();
-    ts.set(Vec::new(), ledger.time_ms / 1000);
+    register_findings(&mut reg, findings);
     reg.register(
         "gpuledger_sample_timestamp_seconds",
         "Time of the sample these metrics come from",
-        ts,
+        SortedGauges::single(ledger.time_ms / 1000),
     );
+    register_self(&mut reg, stats);
     let mut out = String::new();
     // Writing into a String only fails if an encoder impl fails, and ours never do; an empty
     // body would make the scrape fail loudly rather than serve half a page.
@@ -100,21 +124,45 @@ pub fn render_metrics(ledger: &Ledger, findings: &[Finding], opts: &MetricsOptio
     out
 }
 
-fn host_gauges(ledger: &Ledger) -> SortedGauges {
-    let mut host = SortedGauges::default();
+/// Host memory: each counter its own family (MemTotal and MemAvailable do not add up).
+fn register_host(reg: &mut Registry, ledger: &Ledger) {
     let h = &ledger.host;
-    for (kind, v) in [
-        ("total", h.mem_total),
-        ("available", h.mem_available),
-        ("gpu_active", h.gpu_active),
-        ("gpu_reclaim", h.gpu_reclaim),
-        ("unaccounted", h.unaccounted),
+    for (name, help, v) in [
+        (
+            "gpuledger_host_memory_total_bytes",
+            "Host RAM (MemTotal)",
+            h.mem_total,
+        ),
+        (
+            "gpuledger_host_memory_available_bytes",
+            "Host RAM available (MemAvailable)",
+            h.mem_available,
+        ),
+        (
+            "gpuledger_host_gpu_active_bytes",
+            "Host pages the GPU driver holds in use (GPUActive)",
+            h.gpu_active,
+        ),
+        (
+            "gpuledger_host_gpu_reclaim_bytes",
+            "Host pages the GPU driver keeps for reuse (GPUReclaim)",
+            h.gpu_reclaim,
+        ),
+        (
+            "gpuledger_host_unaccounted_bytes",
+            "Host memory that no process and no kernel counter accounts for",
+            h.unaccounted,
+        ),
     ] {
         if let Some(v) = v {
-            host.set(l(&[("kind", kind.into())]), v);
+            reg.register(name, help, SortedGauges::single(v));
         }
     }
-    host
+    reg.register(
+        "gpuledger_driver_held_bytes",
+        "Driver-held host memory by part (kernel_counter, pinned_shmem); counter names the kernel counter it starts from; the parts add up to the total; a zero pinned_shmem part is not written",
+        driver_held_gauges(ledger),
+    );
 }
 
 fn driver_held_gauges(ledger: &Ledger) -> SortedGauges {
@@ -124,6 +172,9 @@ fn driver_held_gauges(ledger: &Ledger) -> SortedGauges {
             ("kernel_counter", e.counter_bytes),
             ("pinned_shmem", e.pinned_shmem),
         ] {
+            if part == "pinned_shmem" && v == 0 {
+                continue;
+            }
             held.set(
                 l(&[
                     ("part", part.into()),
@@ -136,22 +187,20 @@ fn driver_held_gauges(ledger: &Ledger) -> SortedGauges {
     held
 }
 
-fn device_memory_gauges(ledger: &Ledger) -> SortedGauges {
-    let mut mem = SortedGauges::default();
+fn device_memory_gauges(ledger: &Ledger) -> (SortedGauges, SortedGauges) {
+    let (mut total, mut used) = (SortedGauges::default(), SortedGauges::default());
     for d in &ledger.devices {
         for r in d.memory(&ledger.dmem_capacity) {
-            for (kind, v) in [("total", r.total), ("used", r.used)] {
-                let Some(v) = v else { continue };
-                let labels = l(&[
-                    ("device", d.id.clone()),
-                    ("region", r.region.clone()),
-                    ("kind", kind.into()),
-                ]);
-                mem.set(labels, v);
+            let labels = l(&[("device", d.id.clone()), ("region", r.region.clone())]);
+            if let Some(v) = r.total {
+                total.set(labels.clone(), v);
+            }
+            if let Some(v) = r.used {
+                used.set(labels, v);
             }
         }
     }
-    mem
+    (total, used)
 }
 
 fn device_gauges(ledger: &Ledger) -> SortedGauges {
@@ -169,73 +218,23 @@ fn device_gauges(ledger: &Ledger) -> SortedGauges {
     info
 }
 
-fn process_gauges(ledger: &Ledger, opts: &MetricsOptions) -> SortedGauges {
-    let mut mem = SortedGauges::default();
-    let mut series = 0usize;
-    for p in &ledger.processes {
-        let resident = p
-            .usage
-            .iter()
-            .filter_map(|u| u.resident)
-            .fold(0u64, u64::saturating_add);
-        let values: usize = p
-            .usage
-            .iter()
-            .map(|u| [u.resident, u.total, u.shared].iter().flatten().count())
-            .sum();
-        let keep = resident >= opts.min_process_bytes && series + values <= opts.max_process_series;
-        for u in &p.usage {
-            for (kind, v) in [
-                ("resident", u.resident),
-                ("total", u.total),
-                ("shared", u.shared),
-            ] {
-                let Some(v) = v else { continue };
-                let mut labels = identity(p, keep);
-                labels.extend(l(&[
-                    ("device", u.device.clone()),
-                    ("region", u.region.clone()),
-                    ("class", u.class.as_str().into()),
-                    ("kind", kind.into()),
-                ]));
-                // Job labels only where present, and only on kept series (cardinality).
-                if keep {
-                    let job = [
-                        ("namespace", &p.labels.namespace),
-                        ("pod", &p.labels.pod),
-                        ("pod_name", &p.labels.pod_name),
-                        ("container", &p.labels.container),
-                        ("job", &p.labels.job),
-                    ];
-                    for (k, v) in job {
-                        if let Some(v) = v {
-                            labels.push((k.to_string(), v.clone()));
-                        }
-                    }
-                    series += 1;
-                }
-                mem.add(labels, v);
-            }
-        }
-    }
-    mem
-}
-
-/// pid, comm and rank of a kept process, or the `other` bucket's.
-fn identity(p: &ProcessRow, keep: bool) -> Labels {
-    if keep {
-        l(&[
-            ("pid", p.pid.to_string()),
-            ("comm", p.comm.clone()),
-            ("rank", p.rank.map(|r| r.to_string()).unwrap_or_default()),
-        ])
-    } else {
-        l(&[
-            ("pid", "other".into()),
-            ("comm", "other".into()),
-            ("rank", String::new()),
-        ])
-    }
+fn register_findings(reg: &mut Registry, findings: &[Finding]) {
+    let (count, bytes) = finding_gauges(findings);
+    reg.register(
+        "gpuledger_findings",
+        "Number of current findings by kind and severity",
+        count,
+    );
+    reg.register(
+        "gpuledger_finding_bytes",
+        "Bytes behind each current finding; findings of zero bytes are counted in gpuledger_findings only",
+        bytes,
+    );
+    reg.register(
+        "gpuledger_known_issue",
+        "One series per entry of the known-issues base that applies to this machine, value 1; severity is warning (versions and devices match) or critical (and its finding is present)",
+        known_issue_gauges(findings),
+    );
 }
 
 fn finding_gauges(findings: &[Finding]) -> (SortedGauges, SortedGauges) {
@@ -246,6 +245,9 @@ fn finding_gauges(findings: &[Finding]) -> (SortedGauges, SortedGauges) {
             ("severity", f.severity.as_str().into()),
         ]);
         count.add(kind.clone(), 1);
+        if f.bytes == 0 {
+            continue;
+        }
         let backing = f
             .backing
             .and_then(|b| serde_json::to_value(b).ok())
@@ -276,6 +278,35 @@ fn known_issue_gauges(findings: &[Finding]) -> SortedGauges {
         }
     }
     known
+}
+
+/// What the exporter is and how its scans go.
+fn register_self(reg: &mut Registry, stats: &ExporterStats) {
+    let mut build = SortedGauges::default();
+    build.set(l(&[("version", env!("CARGO_PKG_VERSION").into())]), 1);
+    reg.register(
+        "gpuledger_build_info",
+        "The gpuledger build serving these metrics, value 1",
+        build,
+    );
+    reg.register(
+        "gpuledger_scan_duration_seconds",
+        "Seconds the last sample took: /proc and sysfs scan, attribution, findings and the snapshot JSON",
+        FloatGauge(stats.scan_seconds),
+    );
+    let mut errors = SortedCounters::default();
+    for (kind, v) in [
+        ("sample_failed", stats.failed_samples),
+        ("unusable_file", stats.unusable_files),
+        ("unreadable_process", stats.unreadable_processes),
+    ] {
+        errors.set(l(&[("kind", kind.into())]), v);
+    }
+    reg.register(
+        "gpuledger_scan_errors",
+        "Scan problems since the exporter started: failed samples (the last good sample is still served), files met but not usable, processes whose fds could not be read",
+        errors,
+    );
 }
 
 #[cfg(test)]
@@ -330,6 +361,7 @@ mod tests {
                 min_process_bytes: 64 << 20,
                 max_process_series: 1,
             },
+            &ExporterStats::default(),
         );
         assert!(text.contains("pid=\"1\""), "{text}");
         assert!(
@@ -352,10 +384,20 @@ mod tests {
             processes: (1..40).map(|pid| row(pid, 1 << 30)).collect(),
             ..Default::default()
         };
-        let first = render_metrics(&ledger, &[], &MetricsOptions::default());
+        let first = render_metrics(
+            &ledger,
+            &[],
+            &MetricsOptions::default(),
+            &ExporterStats::default(),
+        );
         for _ in 0..5 {
             assert_eq!(
-                render_metrics(&ledger, &[], &MetricsOptions::default()),
+                render_metrics(
+                    &ledger,
+                    &[],
+                    &MetricsOptions::default(),
+                    &ExporterStats::default()
+                ),
                 first
             );
         }
@@ -368,5 +410,60 @@ mod tests {
         sorted.sort();
         assert_eq!(pids.len(), 39);
         assert_eq!(pids, sorted);
+    }
+
+    #[test]
+    fn families_sum_carry_no_zero_series_and_say_what_built_them() {
+        let mut p = row(7, 1 << 30);
+        p.usage[0].shared = Some(0);
+        p.usage[0].total = Some(2 << 30);
+        p.usage.push(Usage {
+            region: "system".into(),
+            resident: Some(0),
+            ..p.usage[0].clone()
+        });
+        let mut ledger = Ledger {
+            processes: vec![p],
+            ..Default::default()
+        };
+        ledger.host.mem_total = Some(64 << 30);
+        ledger.host.mem_available = Some(8 << 30);
+        let stats = ExporterStats {
+            scan_seconds: 0.25,
+            failed_samples: 2,
+            ..Default::default()
+        };
+        let text = render_metrics(&ledger, &[], &MetricsOptions::default(), &stats);
+        let series: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(
+            !series.iter().any(|l| l.contains("kind=\"resident\"")),
+            "{text}"
+        );
+        assert!(
+            !series
+                .iter()
+                .any(|l| l.starts_with("gpuledger_process") && l.ends_with(" 0")),
+            "{text}"
+        );
+        for line in [
+            "gpuledger_process_memory_bytes{pid=\"7\",comm=\"p7\",rank=\"\",device=\"0000:03:00.0\",region=\"vram0\",class=\"device\"} 1073741824",
+            "gpuledger_process_memory_total_bytes{pid=\"7\",comm=\"p7\",rank=\"\",device=\"0000:03:00.0\",region=\"vram0\",class=\"device\"} 2147483648",
+            "gpuledger_host_memory_total_bytes 68719476736",
+            "gpuledger_host_memory_available_bytes 8589934592",
+            "gpuledger_scan_duration_seconds 0.25",
+            "gpuledger_scan_errors_total{kind=\"sample_failed\"} 2",
+            "# TYPE gpuledger_scan_errors counter",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+        let build = format!(
+            "gpuledger_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.lines().any(|l| l == build), "{text}");
+        assert!(
+            !text.contains("shared_bytes{"),
+            "a zero shared value is not written"
+        );
     }
 }

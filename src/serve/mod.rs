@@ -1,13 +1,22 @@
 //! `serve`: a Prometheus / OpenMetrics exporter. A background thread samples on the interval and
-//! renders the metrics text and the snapshot JSON once; scrapes only copy the latest rendering, so
-//! a scrape never costs a /proc scan however often it comes.
+//! renders the metrics text and the snapshot JSON once; every scrape is served that one rendering
+//! (shared, never copied), so a scrape never costs a /proc scan however often it comes, and slow
+//! readers do not multiply the snapshot in memory.
+//!
+//! What it discloses to anyone who reaches its port: per-process GPU memory with pid, comm, rank
+//! and job labels (/metrics), and the whole snapshot with command lines, allow-listed environment
+//! and cgroup paths (/snapshot.json). Secret-looking command-line arguments are redacted unless
+//! `--show-cmdline` is given ([`redact`]).
 
 mod conn_table;
 mod connections;
 mod family;
 pub mod metrics;
+mod process_metrics;
+pub mod redact;
+mod sampling;
 mod server;
 
 pub use connections::ConnectionLimits;
-pub use metrics::{render_metrics, MetricsOptions};
+pub use metrics::{render_metrics, ExporterStats, MetricsOptions};
 pub use server::{serve, ServeError, ServeOptions};

@@ -2,11 +2,10 @@
 //! `/snapshot.json`, and `/` linking them.
 
 use super::connections::{self, ConnectionLimits};
-use super::metrics::{render_metrics, MetricsOptions};
-use crate::findings::{analyze, Thresholds};
-use crate::knowledge::KnownIssues;
-use crate::ledger::{Filter, Ledger};
-use crate::outputs::json;
+use super::metrics::MetricsOptions;
+use super::sampling::{Latest, RenderOptions, Renderer};
+use crate::findings::Thresholds;
+use crate::ledger::Filter;
 use crate::sampler::Sampler;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -33,7 +32,13 @@ pub struct ServeOptions {
     /// `--pid`/`--device`: what /metrics and /snapshot.json show (findings are computed on the
     /// whole machine first, so a filter never changes a verdict).
     pub filter: Filter,
+    /// `--show-cmdline`: command lines in /snapshot.json as they are; by default secret-looking
+    /// arguments are redacted (`serve::redact`).
+    pub show_cmdline: bool,
 }
+
+/// The content type of `/metrics`.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The exporter could not run.
 #[derive(Debug, Error)]
@@ -63,39 +68,6 @@ const INDEX: &str =
 <li><a href=\"/healthz\">/healthz</a>: liveness</li>\
 </ul></body></html>\n";
 
-#[derive(Default)]
-struct Latest {
-    metrics: String,
-    snapshot: String,
-}
-
-/// Samples and renders. The machine's known-issue facts (versions, devices) are gathered from
-/// the first sample only: package versions do not change under a running exporter.
-fn render(
-    sampler: &mut Sampler,
-    t: &Thresholds,
-    m: &MetricsOptions,
-    filter: &Filter,
-    known: &mut Option<KnownIssues>,
-) -> Result<Latest, crate::sampler::SampleError> {
-    let snap = sampler.sample()?;
-    if known.is_none() {
-        *known = KnownIssues::of_machine(sampler.root(), &snap).ok();
-    }
-    let whole = Ledger::from_snapshot(&snap);
-    let mut findings = analyze(&whole, t);
-    if let Some(k) = known {
-        k.extend(&mut findings);
-    }
-    // Findings on the whole machine first: a filter hides verdicts, never changes one.
-    let findings = filter.findings(&findings);
-    let ledger = filter.ledger(&whole);
-    Ok(Latest {
-        metrics: render_metrics(&ledger, &findings, m),
-        snapshot: json::render(&ledger, &findings),
-    })
-}
-
 /// Binds with an explicit backlog: tokio's default (128 here) overflowed under a burst of
 /// connects, and a dropped SYN costs the client a one-second retransmit.
 fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<tokio::net::TcpListener> {
@@ -112,30 +84,26 @@ fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<tokio::net::TcpListen
 /// Samples in the background and serves until the process is stopped. `ready` is called with
 /// the bound address once the first sample is in.
 pub fn serve(
-    mut sampler: Sampler,
+    sampler: Sampler,
     opts: ServeOptions,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    let mut known = None;
-    let latest = Arc::new(RwLock::new(render(
-        &mut sampler,
-        &opts.thresholds,
-        &opts.metrics,
-        &opts.filter,
-        &mut known,
-    )?));
+    let mut renderer = Renderer::first(
+        sampler,
+        RenderOptions {
+            thresholds: opts.thresholds.clone(),
+            metrics: opts.metrics,
+            filter: opts.filter.clone(),
+            show_cmdline: opts.show_cmdline,
+        },
+    )?;
+    let latest = Arc::new(RwLock::new(renderer.latest()));
     let writer = latest.clone();
-    let (interval, t, m, f) = (
-        opts.interval,
-        opts.thresholds.clone(),
-        opts.metrics,
-        opts.filter.clone(),
-    );
+    let interval = opts.interval;
     std::thread::spawn(move || loop {
         std::thread::sleep(interval);
-        if let Ok(l) = render(&mut sampler, &t, &m, &f, &mut known) {
-            *writer.write().unwrap_or_else(|e| e.into_inner()) = l;
-        }
+        let next = renderer.tick();
+        *writer.write().unwrap_or_else(|e| e.into_inner()) = next;
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -149,38 +117,30 @@ pub fn serve(
             }
         })?;
         ready(listener.local_addr()?);
-        let m = latest.clone();
-        let s = latest.clone();
-        let app =
-            Router::new()
-                .route(
-                    "/metrics",
-                    get(move || {
-                        let body = m.read().unwrap_or_else(|e| e.into_inner()).metrics.clone();
-                        async move {
-                            (
-                                [(
-                                    header::CONTENT_TYPE,
-                                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                                )],
-                                body,
-                            )
-                                .into_response()
-                        }
-                    }),
-                )
-                .route("/", get(|| async { axum::response::Html(INDEX) }))
-                .route("/healthz", get(|| async { "ok\n" }))
-                .route(
-                    "/snapshot.json",
-                    get(move || {
-                        let body = s.read().unwrap_or_else(|e| e.into_inner()).snapshot.clone();
-                        async move {
-                            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-                        }
-                    }),
-                );
-        connections::run(listener, app, opts.connections).await;
+        connections::run(listener, router(latest), opts.connections).await;
         Ok(())
     })
+}
+
+/// The routes. A body is the shared rendering itself (a reference count, not a copy).
+fn router(latest: Arc<RwLock<Latest>>) -> Router {
+    let current = move || latest.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let snapshot = current.clone();
+    Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let body = current().metrics;
+                async move { ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response() }
+            }),
+        )
+        .route("/", get(|| async { axum::response::Html(INDEX) }))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/snapshot.json",
+            get(move || {
+                let body = snapshot().snapshot;
+                async move { ([(header::CONTENT_TYPE, "application/json")], body).into_response() }
+            }),
+        )
 }

@@ -1,7 +1,7 @@
 //! A strict reader of the OpenMetrics text that `serve` writes, and the hostile-input property
 //! that tests/serve.rs (proptest) and fuzz/fuzz_targets/exposition.rs (libFuzzer) both check.
 //!
-//! It accepts only what the OpenMetrics 1.0 ABNF allows for gauges: `# HELP`/`# TYPE` before a
+//! It accepts only what the OpenMetrics 1.0 ABNF allows for gauges and counters: `# HELP`/`# TYPE` before a
 //! family's samples, samples of one family together, label values quoted with only `\\`, `\"`
 //! and `\n` escapes, no repeated label name or series, and a single `# EOF` at the very end.
 
@@ -89,7 +89,8 @@ fn sample(line: &str) -> Result<Sample, String> {
     })
 }
 
-/// Parses `text` strictly; every sample must belong to a family declared gauge by `# TYPE`.
+/// Parses `text` strictly; every sample must belong to a family declared gauge or counter by
+/// `# TYPE` (a counter's samples named `<family>_total`).
 pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
     let body = text.strip_suffix("# EOF\n").ok_or("missing final # EOF")?;
     if !body.is_empty() && !body.ends_with('\n') {
@@ -105,10 +106,20 @@ pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
             let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
             match kind {
                 "HELP" => {}
-                "TYPE" if parts.next() == Some("gauge") => {
-                    if !is_name(name, true) || !declared.insert(name.to_string()) {
+                "TYPE" => {
+                    // A counter's samples are named `<family>_total` (OpenMetrics).
+                    let sample_name = match parts.next() {
+                        Some("gauge") => name.to_string(),
+                        Some("counter") => format!("{name}_total"),
+                        other => return Err(format!("bad type {other:?} of {name:?}")),
+                    };
+                    if !is_name(name, true) || !declared.insert(sample_name.clone()) {
                         return Err(format!("bad or repeated family {name:?}"));
                     }
+                    if sample_name != current {
+                        done.insert(std::mem::replace(&mut current, sample_name));
+                    }
+                    continue;
                 }
                 _ => return Err(format!("bad metadata line {line:?}")),
             }
@@ -169,7 +180,6 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
                 ("device", u.device.clone()),
                 ("region", u.region.clone()),
                 ("class", "host".to_string()),
-                ("kind", "resident".to_string()),
             ];
             let j = &p.labels;
             for (k, v) in [
@@ -193,7 +203,8 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         processes,
         ..Default::default()
     };
-    let text = gpuledger::serve::render_metrics(&ledger, &[], &Default::default());
+    let text =
+        gpuledger::serve::render_metrics(&ledger, &[], &Default::default(), &Default::default());
     let samples = parse(&text).map_err(|e| format!("{e}\n{text}"))?;
     let of = |name: &str| -> Vec<Vec<(String, String)>> {
         let f = samples.iter().filter(|s| s.name == name);
@@ -219,6 +230,9 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         "gpuledger_device_info",
         "gpuledger_process_memory_bytes",
         "gpuledger_sample_timestamp_seconds",
+        "gpuledger_build_info",
+        "gpuledger_scan_duration_seconds",
+        "gpuledger_scan_errors_total",
     ];
     match samples
         .iter()

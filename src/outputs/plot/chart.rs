@@ -36,16 +36,15 @@ pub struct Scale {
 }
 
 impl Scale {
-    /// Axes that hold every line given (at least 1 s and 1 GiB, with headroom on top).
+    /// Axes that hold every line given (at least 1 s and 1 GiB, with headroom on top), both
+    /// finite whatever the points hold.
     pub fn fitting<'a>(lines: impl Iterator<Item = &'a Line>, y_desc: &'static str) -> Scale {
-        let (mut x_max, mut y_max) = (1.0f64, 0.0f64);
-        for (x, y) in lines.flat_map(|l| &l.points) {
-            x_max = x_max.max(*x);
-            y_max = y_max.max(*y);
-        }
+        let points: Vec<(f64, f64)> = lines.flat_map(|l| l.points.iter().copied()).collect();
+        let x = super::axis::fit(points.iter().map(|p| p.0), 0.0, 1.0, 1.0);
+        let y = super::axis::fit(points.iter().map(|p| p.1), 0.0, 1.08, 1.0);
         Scale {
-            x_max,
-            y_max: if y_max > 0.0 { y_max * 1.08 } else { 1.0 },
+            x_max: x.end,
+            y_max: y.end,
             y_desc,
         }
     }

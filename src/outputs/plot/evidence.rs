@@ -2,8 +2,10 @@
 //! markers as labelled vertical lines. Series are thinned to the min and max of at most
 //! [`COLUMNS`] buckets, so a long run's chart stays small.
 
+use super::axis::fit;
 use super::page::{esc, Section};
 use super::Run;
+use crate::job_output::plausible;
 use crate::recording::{RateSeries, Recording};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -64,7 +66,11 @@ fn rate_charts(rec: &Recording) -> String {
         .rates
         .iter()
         .map(|r| {
-            let points: Vec<(f64, f64)> = thin(r).into_iter().map(|(t, v)| (t_s(t), v)).collect();
+            let points: Vec<(f64, f64)> = thin(r)
+                .into_iter()
+                .map(|(t, v)| (t_s(t), v))
+                .filter(|p| plausible(p.1))
+                .collect();
             format!(
                 "<figure class=\"rate\">{}</figure>\n",
                 chart(r, &points, &markers)
@@ -102,16 +108,17 @@ fn chart(r: &RateSeries, points: &[(f64, f64)], markers: &[(f64, String)]) -> St
             .iter()
             .map(|p| p.0)
             .chain(markers.iter().map(|m| m.0));
-        let x_max = xs.fold(1.0f64, f64::max);
-        let x_min = points.iter().map(|p| p.0).fold(0.0f64, f64::min);
-        let y_max = points.iter().map(|p| p.1).fold(0.0f64, f64::max).max(0.001) * 1.1;
-        let y_min = points.iter().map(|p| p.1).fold(0.0f64, f64::min);
+        // Ranges through axis::fit: a value of 1.7e308 with headroom would make the axis
+        // infinite, and plotters' label loop would never end.
+        let x = fit(xs, 0.0, 1.0, 1.0);
+        let y = fit(points.iter().map(|p| p.1), 0.0, 1.1, 0.001);
+        let (y_min, y_max) = (y.start, y.end);
         let Ok(mut c) = ChartBuilder::on(&root)
             .caption(&title, ("sans-serif", 16))
             .margin(8)
             .x_label_area_size(32)
             .y_label_area_size(56)
-            .build_cartesian_2d(x_min..x_max, y_min..y_max)
+            .build_cartesian_2d(x, y)
         else {
             return format!("<p>could not draw {}</p>", esc(&title));
         };

@@ -7,6 +7,7 @@
 //! The page is a list of [`Section`]s rendered in order; a new chart is one more entry in
 //! [`sections`].
 
+mod axis;
 mod chart;
 mod compare;
 mod evidence;
