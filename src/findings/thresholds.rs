@@ -60,6 +60,15 @@ pub enum ThresholdError {
         /// The text given.
         value: String,
     },
+    /// A size that did not parse (a bare number, a decimal unit); the cause names the fix.
+    #[error("threshold {name}")]
+    Size {
+        /// The threshold.
+        name: String,
+        /// Why the size was refused.
+        #[source]
+        source: crate::units::SizeError,
+    },
 }
 
 impl Thresholds {
@@ -87,7 +96,11 @@ impl Thresholds {
         };
         let bytes = || match parse_size_spec(value) {
             Ok(SizeSpec::Bytes(b)) => Ok(b),
-            _ => Err(bad()),
+            Ok(SizeSpec::Percent(_)) => Err(bad()),
+            Err(source) => Err(ThresholdError::Size {
+                name: name.to_string(),
+                source,
+            }),
         };
         let share = || -> Result<f64, ThresholdError> {
             let v = match parse_size_spec(value) {
