@@ -1,7 +1,7 @@
 //! `peer_mirror`: host-class resident bytes on one device that mirror the device-local working
 //! set of the process's other devices (GSD-13038 and its family).
 //!
-//! The rule (DESIGN.md): for a process P and each *discrete* device D where P holds host-class
+//! The rule (docs/DESIGN.md): for a process P and each *discrete* device D where P holds host-class
 //! resident bytes H_D, let L_other be P's device-local resident bytes on all its other devices
 //! (an integrated GPU's host-class memory is its working memory: it counts as device-local, and
 //! is never itself a mirror). D holds a mirror when

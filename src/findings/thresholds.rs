@@ -1,4 +1,4 @@
-//! Finding thresholds: the DESIGN.md defaults, each settable with `--threshold NAME=VALUE`.
+//! Finding thresholds: the docs/DESIGN.md defaults, each settable with `--threshold NAME=VALUE`.
 
 use crate::units::{parse_size_spec, SizeSpec};
 use thiserror::Error;
