@@ -205,13 +205,13 @@ pub enum Command {
     #[command(after_help = help_text::SIMULATE)]
     Simulate(SimulateArgs),
     /// Run a command (or attach to pids) and record its GPU and host memory over time.
-    #[command(after_help = help_text::RECORD)]
+    #[command(after_help = help_text::RECORD, override_usage = help_text::RECORD_USAGE)]
     Record(RecordArgs),
     /// Watch host memory and the job's GPU memory; stop the job (SIGTERM to every process of it,
     /// SIGKILL after --grace) before the kernel starts failing allocations. A started job gets a
     /// cgroup of its own where the system allows it. Exits with the job's status, or 4 when guard
     /// stopped it.
-    #[command(after_help = help_text::GUARD)]
+    #[command(after_help = help_text::GUARD, override_usage = help_text::GUARD_USAGE)]
     Guard(GuardArgs),
     /// Prometheus / OpenMetrics exporter: /metrics, /healthz, /snapshot.json. Samples in the
     /// background; a scrape never costs a /proc scan.
@@ -284,7 +284,8 @@ pub enum Command {
     /// mirrored on its peers, and say at which rank count it stops fitting on this machine.
     #[command(
         group(ArgGroup::new("basis").args(["from", "vram_per_rank"]).required(true)),
-        after_help = help_text::PROJECT
+        after_help = help_text::PROJECT,
+        override_usage = help_text::PROJECT_USAGE
     )]
     Project {
         /// Ranks to project to.
@@ -440,7 +441,7 @@ pub enum BackingArg {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("target").args(["command", "pids", "all", "cgroup", "slurm_job"]).required(true)))]
 pub struct RecordArgs {
-    /// Output recording (SQLite); default gpuledger-<time>.ledger.
+    /// Output recording (SQLite); default gpuledger-<UTC time>-<pid>.ledger here.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Sampling interval (10ms or more).

@@ -187,3 +187,17 @@ pub fn scenario(s: Scenario) -> &'static str {
         Scenario::AmdgpuTp => "2 tensor-parallel ranks on 2 amdgpu GPUs, 16 GiB segments, no mirror",
     }
 }
+
+/// `record`'s usage: clap's own lists every target on one line past 80 columns.
+pub const RECORD_USAGE: &str = "gpuledger record [OPTIONS] [--] CMD [ARGS]...
+       gpuledger record [OPTIONS] (--pid PID... | --all)
+       gpuledger record [OPTIONS] (--cgroup PATH | --slurm-job ID)";
+
+/// `guard`'s usage, for the same reason.
+pub const GUARD_USAGE: &str = "gpuledger guard [OPTIONS] [--] CMD [ARGS]...
+       gpuledger guard [OPTIONS] --pid PID...
+       gpuledger guard [OPTIONS] (--cgroup PATH | --slurm-job ID)";
+
+/// `project`'s usage, for the same reason.
+pub const PROJECT_USAGE: &str =
+    "gpuledger project [OPTIONS] --ranks N (--from RECORDING | --vram-per-rank SIZE)";

@@ -21,22 +21,21 @@ fn help(args: &[&str]) -> String {
 /// The commands the top-level help lists (so a new command is checked without editing here).
 fn commands() -> Vec<String> {
     let top = help(&[]);
-    top.lines()
-        .skip_while(|l| *l != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.is_empty())
+    section(&top, "Commands:")
+        .into_iter()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|c| *c != "help")
         .map(str::to_string)
         .collect()
 }
 
-/// The section of `text` under `heading`, up to the next blank line.
+/// The section of `text` under `heading`: its indented and blank lines, up to the next heading.
 fn section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
     text.lines()
         .skip_while(|l| *l != heading)
         .skip(1)
-        .take_while(|l| !l.is_empty())
+        .take_while(|l| l.is_empty() || l.starts_with(' '))
         .collect()
 }
 
@@ -104,7 +103,8 @@ fn simulate_describes_each_scenario() {
                 .lines()
                 .position(|l| l.trim_start().starts_with(&format!("- {name}:")))
                 .unwrap_or_else(|| panic!("{name} not described: {text}"));
-            let described = text.lines().skip(line).take(3).collect::<String>();
+            let described = text.lines().skip(line).take(3).collect::<Vec<_>>().join(" ");
+            let described = described.split_whitespace().collect::<Vec<_>>().join(" ");
             assert!(described.contains(about), "{name}: {described}");
         }
     }
