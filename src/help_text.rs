@@ -199,5 +199,5 @@ pub const GUARD_USAGE: &str = "gpuledger guard [OPTIONS] [--] CMD [ARGS]...
        gpuledger guard [OPTIONS] (--cgroup PATH | --slurm-job ID)";
 
 /// `project`'s usage, for the same reason.
-pub const PROJECT_USAGE: &str =
-    "gpuledger project [OPTIONS] --ranks N (--from RECORDING | --vram-per-rank SIZE)";
+pub const PROJECT_USAGE: &str = "gpuledger project [OPTIONS] --ranks N --from RECORDING
+       gpuledger project [OPTIONS] --ranks N --vram-per-rank SIZE";

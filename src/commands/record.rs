@@ -264,3 +264,45 @@ fn wait_for_slurm_job(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> Progress {
+        Progress {
+            elapsed: Duration::from_secs(secs),
+            samples: secs * 2,
+            ..Progress::default()
+        }
+    }
+
+    #[test]
+    fn attached_progress_is_one_line_redrawn_and_cleared() {
+        let mut line = ProgressLine {
+            passthrough: false,
+            last: None,
+        };
+        let first = line.render(&at(1)).unwrap();
+        assert!(first.starts_with("\r[   1.0 s] 2 samples"), "{first:?}");
+        assert!(first.ends_with("\x1b[K") && !first.contains('\n'), "{first:?}");
+        assert!(line.render(&at(2)).is_some(), "every sample redraws");
+        assert_eq!(line.finish(), "\r\x1b[K");
+    }
+
+    #[test]
+    fn beside_a_jobs_output_progress_is_a_whole_line_every_30_s() {
+        let mut line = ProgressLine {
+            passthrough: true,
+            last: None,
+        };
+        let printed: Vec<u64> = (0..=95)
+            .filter(|&s| line.render(&at(s)).is_some())
+            .collect();
+        assert_eq!(printed, [30, 60, 90]);
+        let text = line.render(&at(200)).unwrap();
+        assert!(text.starts_with("gpuledger: [ 200.0 s]") && text.ends_with('\n'));
+        assert!(!text.contains('\r'), "{text:?}");
+        assert_eq!(line.finish(), "");
+    }
+}
