@@ -311,9 +311,9 @@ mod tests {
         #[test]
         fn short_and_long_units_agree(n in 1u64..(1 << 20), unit in 0usize..4) {
             let short = ["K", "M", "G", "T"][unit];
-            let long = parse_bytes(&format!("{n}{short}iB"));
-            prop_assert_eq!(parse_bytes(&format!("{n}{short}")), long.clone());
-            prop_assert_eq!(parse_bytes(&format!("{n}{short}i")), long);
+            let long = || parse_bytes(&format!("{n}{short}iB"));
+            prop_assert_eq!(parse_bytes(&format!("{n}{short}")), long());
+            prop_assert_eq!(parse_bytes(&format!("{n}{short}i")), long());
         }
 
         #[test]
