@@ -119,9 +119,7 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
     let end = match ended {
         Err(e @ RunError::Spawn(_)) => {
             remove_unstarted(&output);
-            return Err(e).with_context(|| {
-                format!("record {}: nothing was recorded", args.command.join(" "))
-            });
+            return Err(e).context("nothing was recorded");
         }
         other => other.context("record")?,
     };
