@@ -56,9 +56,7 @@ pub const RECORD: &str = concat!(
     "  gpuledger record --pid 4242 --duration 10m\n",
     "  gpuledger record --slurm-job \"$SLURM_JOB_ID\" -o job.ledger\n",
     "  gpuledger --root sim record --all --duration 30s\n\n",
-    exit_status!(
-        "  A started command's own status otherwise (128+N when killed by signal N)."
-    ),
+    exit_status!("  A started command's own status otherwise (128+N when killed by signal N)."),
 );
 
 /// `guard`.
@@ -184,7 +182,9 @@ pub fn scenario(s: Scenario) -> &'static str {
         }
         Scenario::SingleGpu => "1 rank on 1 GPU, 4 segments, no peers: a healthy baseline",
         Scenario::Leak => "1 process whose host-class memory grows by 256 MiB steps to the end",
-        Scenario::AmdgpuTp => "2 tensor-parallel ranks on 2 amdgpu GPUs, 16 GiB segments, no mirror",
+        Scenario::AmdgpuTp => {
+            "2 tensor-parallel ranks on 2 amdgpu GPUs, 16 GiB segments, no mirror"
+        }
     }
 }
 

@@ -263,10 +263,7 @@ mod tests {
         assert_eq!(parse_bytes("1.5T"), Ok(3 << 39));
         assert_eq!(parse_bytes("4Ki"), Ok(4096));
         assert_eq!(short_unit_note("8G").as_deref(), Some("8G read as 8 GiB"));
-        assert_eq!(
-            short_unit_note("8Gi").as_deref(),
-            Some("8Gi read as 8 GiB")
-        );
+        assert_eq!(short_unit_note("8Gi").as_deref(), Some("8Gi read as 8 GiB"));
         assert_eq!(short_unit_note("8GiB"), None);
         assert_eq!(short_unit_note("8B"), None);
         assert_eq!(short_unit_note("8GB"), None);

@@ -610,7 +610,13 @@ fn record_in(dir: &std::path::Path, args: &[&str]) -> std::process::Command {
     let mut cmd = bin();
     let seed = fixture("seed-2605");
     cmd.current_dir(dir)
-        .args(["--root", seed.to_str().unwrap(), "record", "--interval", "20ms"])
+        .args([
+            "--root",
+            seed.to_str().unwrap(),
+            "record",
+            "--interval",
+            "20ms",
+        ])
         .args(args);
     cmd
 }
@@ -668,9 +674,14 @@ fn default_recording_names_never_collide() {
         let out = job.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{err}");
-        assert!(!err.contains('\r'), "no progress redraws off a terminal: {err:?}");
+        assert!(
+            !err.contains('\r'),
+            "no progress redraws off a terminal: {err:?}"
+        );
     }
     let names = ledgers_in(dir.path());
     assert_eq!(names.len(), 3, "{names:?}");
-    assert!(names.iter().all(|n| n.starts_with("gpuledger-") && n.ends_with(".ledger")));
+    assert!(names
+        .iter()
+        .all(|n| n.starts_with("gpuledger-") && n.ends_with(".ledger")));
 }

@@ -1,6 +1,7 @@
-//! Help people can read: every command's `--help` fits 80 columns, ends with examples and exit
-//! statuses, keeps the global options under their own heading; `simulate` describes each
-//! scenario.
+//! Help and documents people can read: every command's `--help` fits 80 columns, ends with
+//! examples and exit statuses, keeps the global options under their own heading; `simulate`
+//! describes each scenario; the README is short, starts with the two commands CI runs, and what
+//! it and the code cite exists.
 
 mod common;
 use common::*;
@@ -58,10 +59,14 @@ fn every_help_fits_80_columns_with_examples_and_exit_status() {
         assert!(text.contains("\nExamples:\n"), "{command:?}: {text}");
         let exit = section(&text, "Exit status:");
         assert!(
-            exit.iter().any(|l| l.trim_start().starts_with("0  success")),
+            exit.iter()
+                .any(|l| l.trim_start().starts_with("0  success")),
             "{command:?}: {text}"
         );
-        assert!(exit.iter().any(|l| l.contains("2  usage error")), "{command:?}");
+        assert!(
+            exit.iter().any(|l| l.contains("2  usage error")),
+            "{command:?}"
+        );
     }
 }
 
@@ -70,7 +75,10 @@ fn a_narrow_terminal_gets_wrapped_words_not_broken_ones() {
     let text = help(&["guard"]);
     let words: Vec<&str> = text.split_whitespace().collect();
     for word in ["MemAvailable", "SIGTERM", "host-class"] {
-        assert!(words.iter().any(|w| w.contains(word)), "{word} broken: {text}");
+        assert!(
+            words.iter().any(|w| w.contains(word)),
+            "{word} broken: {text}"
+        );
     }
 }
 
@@ -81,12 +89,20 @@ fn global_options_have_their_own_heading() {
         let global = section(&text, "Global options:").join("\n");
         let own = section(&text, "Options:").join("\n");
         for flag in ["--root", "--proc", "--threshold", "--color"] {
-            assert!(global.contains(flag), "{command}: {flag} not global: {text}");
-            assert!(!own.contains(flag), "{command}: {flag} among its own options");
+            assert!(
+                global.contains(flag),
+                "{command}: {flag} not global: {text}"
+            );
+            assert!(
+                !own.contains(flag),
+                "{command}: {flag} among its own options"
+            );
         }
     }
     let top = help(&[]);
-    assert!(section(&top, "Snapshot options:").join("\n").contains("--fail-on"));
+    assert!(section(&top, "Snapshot options:")
+        .join("\n")
+        .contains("--fail-on"));
 }
 
 #[test]
@@ -103,9 +119,87 @@ fn simulate_describes_each_scenario() {
                 .lines()
                 .position(|l| l.trim_start().starts_with(&format!("- {name}:")))
                 .unwrap_or_else(|| panic!("{name} not described: {text}"));
-            let described = text.lines().skip(line).take(3).collect::<Vec<_>>().join(" ");
+            let described = text
+                .lines()
+                .skip(line)
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ");
             let described = described.split_whitespace().collect::<Vec<_>>().join(" ");
             assert!(described.contains(about), "{name}: {described}");
         }
+    }
+}
+
+fn repo_file(path: &str) -> String {
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+#[test]
+fn the_readme_starts_with_the_two_commands_and_ci_runs_its_test_command() {
+    let readme = repo_file("README.md");
+    assert!(
+        readme.lines().count() < 120,
+        "README is for users: keep it short"
+    );
+    let block: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| *l != "```sh")
+        .skip(1)
+        .take_while(|l| *l != "```")
+        .collect();
+    let commands: Vec<&str> = block
+        .iter()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .collect();
+    assert_eq!(
+        commands,
+        ["cargo run --release", "cargo test --all-targets"]
+    );
+    let ci = repo_file(".ci/run");
+    assert!(
+        ci.lines().any(|l| l.trim() == commands[1]),
+        "CI runs {}",
+        commands[1]
+    );
+    for section in ["## Quick start", "## Limitations", "## Layout"] {
+        assert!(readme.contains(section), "README lacks {section}");
+    }
+}
+
+#[test]
+fn what_the_readme_and_the_code_cite_exists() {
+    let readme = repo_file("README.md");
+    for link in readme.split("](").skip(1) {
+        let target = link.split(')').next().unwrap_or("");
+        if !target.starts_with("http") && !target.starts_with('#') {
+            repo_file(target);
+        }
+    }
+    for doc in [
+        "docs/DESIGN.md",
+        "docs/ARCHITECTURE.md",
+        "docs/REFERENCE.md",
+    ] {
+        assert!(readme.contains(doc), "README does not link {doc}");
+    }
+    let design = repo_file("docs/DESIGN.md");
+    for contract in [
+        "## Regions and classes",
+        "## Driver-held host memory",
+        "## Findings",
+        "## Recording schema",
+        "## Capture tree",
+    ] {
+        assert!(design.contains(contract), "docs/DESIGN.md lacks {contract}");
+    }
+    for cited in ["src/lib.rs", "src/layout.rs", "src/findings/peer_mirror.rs"] {
+        let text = repo_file(cited);
+        assert!(text.contains("docs/DESIGN.md"), "{cited}");
+        assert!(
+            !text.replace("docs/DESIGN.md", "").contains("DESIGN.md"),
+            "{cited}"
+        );
     }
 }

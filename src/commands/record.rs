@@ -283,7 +283,10 @@ mod tests {
         };
         let first = line.render(&at(1)).unwrap();
         assert!(first.starts_with("\r[   1.0 s] 2 samples"), "{first:?}");
-        assert!(first.ends_with("\x1b[K") && !first.contains('\n'), "{first:?}");
+        assert!(
+            first.ends_with("\x1b[K") && !first.contains('\n'),
+            "{first:?}"
+        );
         assert!(line.render(&at(2)).is_some(), "every sample redraws");
         assert_eq!(line.finish(), "\r\x1b[K");
     }
