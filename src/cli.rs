@@ -388,7 +388,11 @@ pub enum Command {
     },
     /// Print the man page (roff), generated from this command line: `gpuledger man > gpuledger.1`.
     #[command(hide = true, after_help = help_text::MAN)]
-    Man,
+    Man {
+        /// Write one page per command into DIR instead (gpuledger.1, gpuledger-record.1, …).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `simulate` options.

@@ -169,7 +169,8 @@ pub const COMPLETIONS: &str = concat!(
 /// `man`.
 pub const MAN: &str = concat!(
     "Examples:\n",
-    "  gpuledger man > gpuledger.1 && man -l gpuledger.1\n\n",
+    "  gpuledger man > gpuledger.1 && man -l gpuledger.1\n",
+    "  gpuledger man --dir /usr/local/share/man/man1\n\n",
     exit_status!(),
 );
 

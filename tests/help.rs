@@ -203,3 +203,28 @@ fn what_the_readme_and_the_code_cite_exists() {
         );
     }
 }
+
+#[test]
+fn every_command_has_a_man_page_with_its_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for command in commands() {
+        let page = dir.path().join(format!("gpuledger-{command}.1"));
+        let roff = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{command}: {e}"));
+        assert!(
+            roff.contains("Examples:") && roff.contains("Exit status:"),
+            "{command}"
+        );
+    }
+    assert!(dir.path().join("gpuledger.1").exists());
+}

@@ -186,7 +186,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             print(&String::from_utf8_lossy(&out))?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Man) => {
+        Some(Command::Man { dir: Some(dir) }) => {
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| clap_mangen::generate_to(Cli::command(), &dir))
+                .with_context(|| format!("cannot write man pages into {}", dir.display()))?;
+            eprintln!(
+                "wrote the man pages into {} (man -l {}/gpuledger-record.1)",
+                dir.display(),
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man { dir: None }) => {
             let mut out = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut out)?;
             print(&String::from_utf8_lossy(&out))?;
