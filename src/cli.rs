@@ -181,6 +181,26 @@ pub struct SnapshotArgs {
     pub explain: Option<String>,
 }
 
+impl SnapshotArgs {
+    /// The first snapshot option given (a default left alone is not given), so that one written
+    /// before a command, where it would mean nothing, is refused instead of ignored.
+    pub fn given(&self) -> Option<&'static str> {
+        [
+            (self.json, "--json"),
+            (self.format != Format::Table, "--format"),
+            (self.loop_interval.is_some(), "--loop"),
+            (self.count.is_some(), "--count"),
+            (self.sort != SortArg::Rank, "--sort"),
+            (!self.filter.pids.is_empty(), "--pid"),
+            (!self.filter.devices.is_empty(), "--device"),
+            (self.fail_on.is_some(), "--fail-on"),
+            (self.explain.is_some(), "--explain"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+}
+
 /// Severity for --fail-on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {

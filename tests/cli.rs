@@ -685,3 +685,22 @@ fn default_recording_names_never_collide() {
         .iter()
         .all(|n| n.starts_with("gpuledger-") && n.ends_with(".ledger")));
 }
+
+#[test]
+fn a_snapshot_option_before_a_command_is_refused_not_ignored() {
+    check(&[
+        (&["--json", "show", NO_ROOT], 2, "--json before a command"),
+        (&["--pid", "1", "top"], 2, "--pid before a command"),
+        (
+            &["--sort", "host", "record", "true"],
+            2,
+            "gpuledger show --json FILE",
+        ),
+        // Global options belong before or after the command alike.
+        (
+            &["--root", NO_ROOT, "show", NO_ROOT],
+            1,
+            "cannot read recording",
+        ),
+    ]);
+}

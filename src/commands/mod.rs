@@ -109,6 +109,14 @@ pub struct UsageError(pub String);
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    if let (Some(_), Some(flag)) = (&cli.command, cli.snapshot.given()) {
+        return Err(UsageError(format!(
+            "{flag} before a command is an option of the snapshot (gpuledger with no command) \
+             and means nothing to the command; write a command's own options after its name, \
+             e.g. gpuledger show --json FILE"
+        ))
+        .into());
+    }
     let ctx = Ctx::new(&cli)?;
     let t = &ctx.thresholds;
     match cli.command {
