@@ -2,7 +2,7 @@
 # CI for installing and deploying (called by .ci/run): builds the Python wheel with maturin,
 # installs it into a fresh venv and runs gpuledger from there; validates deploy/kubernetes offline.
 # The container image is not built here: CI reaches package registries only, not the image
-# registries the Dockerfile's base images come from (README: Install).
+# registries the Dockerfile's base images come from (docs/REFERENCE.md: Deployment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -2,15 +2,24 @@
 //! value parsers, so a bad value is a usage error (exit 2) before any work; `commands` does the
 //! work with typed values.
 
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use crate::help_text;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use gpuledger::job_output::RateSpec;
 use gpuledger::sim::Scenario;
 use gpuledger::timeline::project::MAX_RANKS;
-use gpuledger::units::{parse_bytes, parse_duration, parse_interval, parse_size_spec, SizeSpec};
+use gpuledger::units::{
+    parse_bytes, parse_duration, parse_interval, parse_size_spec, short_unit_note, SizeError,
+    SizeSpec,
+};
+use std::collections::BTreeSet;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// The heading of the options every command takes.
+const GLOBAL: &str = "Global options";
 
 /// Shows, proves and prevents GPU-driver memory blowups.
 ///
@@ -18,18 +27,30 @@ use std::time::Duration;
 /// unaccounted residual), DRM devices, GPU memory per process × device split into device-local
 /// (VRAM) and host-class (GTT/system) bytes, and findings such as the peer-mirror pattern.
 #[derive(Debug, Parser)]
-#[command(name = "gpuledger", version, propagate_version = true)]
+#[command(
+    name = "gpuledger",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    after_help = help_text::SNAPSHOT
+)]
 pub struct Cli {
     /// Read a capture tree or a capture archive (.tar.zst) instead of the live machine.
-    #[arg(long, global = true, value_name = "DIR|FILE")]
+    #[arg(long, global = true, value_name = "DIR|FILE", help_heading = GLOBAL)]
     pub root: Option<PathBuf>,
 
     /// Read /proc from PATH (the host's /proc mounted inside a container, e.g. /host/proc).
-    #[arg(long = "proc", global = true, value_name = "PATH")]
+    #[arg(long = "proc", global = true, value_name = "PATH", help_heading = GLOBAL)]
     pub proc_dir: Option<PathBuf>,
 
     /// Set a finding threshold, e.g. --threshold peer.min_bytes=512MiB (see --explain).
-    #[arg(long = "threshold", global = true, value_name = "NAME=VALUE", value_parser = threshold)]
+    #[arg(
+        long = "threshold",
+        global = true,
+        value_name = "NAME=VALUE",
+        value_parser = threshold,
+        help_heading = GLOBAL
+    )]
     pub thresholds: Vec<String>,
 
     /// Colour severities in text output: auto = when stdout is a terminal, unless NO_COLOR is
@@ -39,7 +60,8 @@ pub struct Cli {
         global = true,
         value_enum,
         default_value = "auto",
-        value_name = "WHEN"
+        value_name = "WHEN",
+        help_heading = GLOBAL
     )]
     pub color: ColorArg,
 
@@ -122,6 +144,7 @@ impl SortArg {
 
 /// Options of the default snapshot command.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Snapshot options")]
 pub struct SnapshotArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table", value_name = "FORMAT")]
@@ -158,6 +181,26 @@ pub struct SnapshotArgs {
     pub explain: Option<String>,
 }
 
+impl SnapshotArgs {
+    /// The first snapshot option given (a default left alone is not given), so that one written
+    /// before a command, where it would mean nothing, is refused instead of ignored.
+    pub fn given(&self) -> Option<&'static str> {
+        [
+            (self.json, "--json"),
+            (self.format != Format::Table, "--format"),
+            (self.loop_interval.is_some(), "--loop"),
+            (self.count.is_some(), "--count"),
+            (self.sort != SortArg::Rank, "--sort"),
+            (!self.filter.pids.is_empty(), "--pid"),
+            (!self.filter.devices.is_empty(), "--device"),
+            (self.fail_on.is_some(), "--fail-on"),
+            (self.explain.is_some(), "--explain"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+}
+
 /// Severity for --fail-on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
@@ -172,22 +215,27 @@ pub enum FailOn {
 pub enum Command {
     /// Run the seed scenario twice in the simulator (eager and deferred backing), record both,
     /// and show the bad run's snapshot, its timeline findings and the diff. Needs no GPU.
+    #[command(after_help = help_text::DEMO)]
     Demo {
         /// Keep the simulated trees and recordings in this directory.
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
     },
     /// Write a capture tree of a simulated machine (for what-if questions and tests).
+    #[command(after_help = help_text::SIMULATE)]
     Simulate(SimulateArgs),
     /// Run a command (or attach to pids) and record its GPU and host memory over time.
+    #[command(after_help = help_text::RECORD, override_usage = help_text::RECORD_USAGE)]
     Record(RecordArgs),
     /// Watch host memory and the job's GPU memory; stop the job (SIGTERM to every process of it,
     /// SIGKILL after --grace) before the kernel starts failing allocations. A started job gets a
     /// cgroup of its own where the system allows it. Exits with the job's status, or 4 when guard
     /// stopped it.
+    #[command(after_help = help_text::GUARD, override_usage = help_text::GUARD_USAGE)]
     Guard(GuardArgs),
     /// Prometheus / OpenMetrics exporter: /metrics, /healthz, /snapshot.json. Samples in the
     /// background; a scrape never costs a /proc scan.
+    #[command(after_help = help_text::SERVE)]
     Serve {
         /// Address to listen on: HOST:PORT (host names resolve, e.g. localhost:9464), or :PORT for
         /// every interface as Prometheus exporters do. Loopback by default.
@@ -197,7 +245,7 @@ pub enum Command {
         #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_interval)]
         interval: Duration,
         /// Fold processes with less resident GPU memory than this into pid="other".
-        #[arg(long, default_value = "64MiB", value_name = "SIZE", value_parser = parse_bytes)]
+        #[arg(long, default_value = "64MiB", value_name = "SIZE", value_parser = size)]
         min_process_bytes: u64,
         /// Most per-process series; further processes are folded into pid="other".
         #[arg(long, default_value_t = 5000, value_name = "N")]
@@ -212,6 +260,7 @@ pub enum Command {
     },
     /// Write a Markdown bug report: environment, GPUs, per-fd accounting, findings, and with
     /// recordings their peaks, timeline findings and (two recordings) the bad-vs-good table.
+    #[command(after_help = help_text::REPORT)]
     Report {
         /// Zero, one or two runs (A = bad, B = good), each a recording or a directory of one
         /// job's recordings (one per node: the worst node is quoted, every node is listed).
@@ -229,6 +278,7 @@ pub enum Command {
     },
     /// Draw one or two recordings as a self-contained HTML page (inline SVG, no scripts):
     /// timelines per rank and device, host counters, allocator steps, findings, and the diff.
+    #[command(after_help = help_text::PLOT)]
     Plot {
         /// One or two runs, each a recording or a directory of one job's recordings (one per
         /// node: the worst node is drawn, every node is listed).
@@ -244,6 +294,7 @@ pub enum Command {
         output: PathBuf,
     },
     /// Live terminal view: host memory, devices, processes, findings, sparklines.
+    #[command(after_help = help_text::TOP)]
     Top {
         /// Refresh interval (10ms or more).
         #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_interval)]
@@ -256,7 +307,11 @@ pub enum Command {
     },
     /// Project the pinned host RAM a job would need at N ranks if every rank's segments are
     /// mirrored on its peers, and say at which rank count it stops fitting on this machine.
-    #[command(group(ArgGroup::new("basis").args(["from", "vram_per_rank"]).required(true)))]
+    #[command(
+        group(ArgGroup::new("basis").args(["from", "vram_per_rank"]).required(true)),
+        after_help = help_text::PROJECT,
+        override_usage = help_text::PROJECT_USAGE
+    )]
     Project {
         /// Ranks to project to.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=i64::from(MAX_RANKS)))]
@@ -266,7 +321,7 @@ pub enum Command {
         #[arg(long, value_name = "RECORDING", conflicts_with = "vram_per_rank")]
         from: Option<PathBuf>,
         /// Or give each rank's VRAM working set.
-        #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+        #[arg(long, value_name = "SIZE", value_parser = size)]
         vram_per_rank: Option<u64>,
         /// Peers each rank's segments are mirrored on.
         #[arg(long, value_enum, default_value = "all")]
@@ -277,6 +332,7 @@ pub enum Command {
     },
     /// Record a command as given and once per control (an environment change such as a debug
     /// key or a device mask), then print the comparison and which control removes the effect.
+    #[command(after_help = help_text::EXPERIMENT)]
     Experiment {
         /// Controls, comma-separated: built-in names or NAME:VAR=VAL,... (default: all built-in).
         #[arg(long, value_name = "LIST")]
@@ -305,8 +361,10 @@ pub enum Command {
     /// masks and rank count (from `-- CMD`, which is not run), the known issues that apply and
     /// the host RAM the job would need if their pattern occurs. Exits 3 with --fail-on when a
     /// known issue at that level applies.
+    #[command(after_help = help_text::DOCTOR)]
     Doctor(DoctorArgs),
     /// Summarise a recording: peaks per rank and device, host low points, timeline findings.
+    #[command(after_help = help_text::SHOW)]
     Show {
         /// The recording; several recordings (or a directory of them) of one job, one per node,
         /// are shown as one job: per-rank peaks across nodes, the worst node, findings by node.
@@ -319,6 +377,7 @@ pub enum Command {
         filter: FilterArgs,
     },
     /// Compare two recordings: the bad-vs-good table, and which run shows pinned peer mirrors.
+    #[command(after_help = help_text::DIFF)]
     Diff {
         /// Run A: a recording, or a directory of one job's recordings (one per node).
         #[arg(value_name = "A")]
@@ -332,6 +391,7 @@ pub enum Command {
     },
     /// Write a capture of this machine (host counters, DRM devices, GPU processes' fdinfo) for
     /// offline analysis with --root, or to attach to a bug report.
+    #[command(after_help = help_text::CAPTURE)]
     Capture {
         /// Output: FILE.tar.zst for an archive, or a directory for a plain tree.
         #[arg(short, long, default_value = "gpuledger-capture.tar.zst")]
@@ -345,21 +405,26 @@ pub enum Command {
         force: bool,
     },
     /// Print a shell completion script: `gpuledger completions bash > /etc/bash_completion.d/gpuledger`.
+    #[command(after_help = help_text::COMPLETIONS)]
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Print the man page (roff), generated from this command line: `gpuledger man > gpuledger.1`.
-    #[command(hide = true)]
-    Man,
+    #[command(hide = true, after_help = help_text::MAN)]
+    Man {
+        /// Write one page per command into DIR instead (gpuledger.1, gpuledger-record.1, …).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `simulate` options.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// The scenario.
-    #[arg(value_parser = PossibleValuesParser::new(Scenario::ALL.map(Scenario::name)).try_map(scenario))]
+    /// The scenario (--help describes each).
+    #[arg(value_parser = PossibleValuesParser::new(Scenario::ALL.map(scenario_value)).try_map(scenario))]
     pub scenario: Scenario,
     /// Directory to write the capture tree into.
     #[arg(long, value_name = "DIR")]
@@ -405,7 +470,7 @@ pub enum BackingArg {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("target").args(["command", "pids", "all", "cgroup", "slurm_job"]).required(true)))]
 pub struct RecordArgs {
-    /// Output recording (SQLite); default gpuledger-<time>.ledger.
+    /// Output recording (SQLite); default gpuledger-<UTC time>-<pid>.ledger here.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Sampling interval (10ms or more).
@@ -430,8 +495,9 @@ pub struct RecordArgs {
     /// one capture group around the number, e.g. 'wave=wave time ([0-9.]+) s:s/wave'. Repeatable.
     #[arg(long = "rate", value_name = "NAME=REGEX[:UNIT]", value_parser = parse_rate)]
     pub rates: Vec<RateSpec>,
-    /// The command to run and record, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command to run and record, with its arguments (after `--` when an argument of it
+    /// could be read as an option of record's own).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -493,14 +559,14 @@ pub enum GuardAction {
 #[command(group(ArgGroup::new("job_target").args(["command", "pids", "cgroup", "slurm_job"]).required(true)))]
 pub struct GuardArgs {
     /// Act when MemAvailable falls below this (a size, or a share of MemTotal from 0% to 100%).
-    #[arg(long, default_value = "10%", value_name = "SIZE|PCT", value_parser = parse_size_spec)]
+    #[arg(long, default_value = "10%", value_name = "SIZE|PCT", value_parser = size_spec)]
     pub min_available: SizeSpec,
     /// Act when driver-held host memory (GPUActive, nr_gpu_active, else unaccounted) passes this.
-    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", value_parser = size)]
     pub max_driver_held: Option<u64>,
     /// Act when the job's own processes hold more host-class GPU memory than this (GTT/system
     /// regions, KFD, NVIDIA pinned host memory).
-    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", value_parser = size)]
     pub max_job_host_gpu: Option<u64>,
     /// What to do.
     #[arg(long, value_enum, default_value = "term")]
@@ -519,8 +585,9 @@ pub struct GuardArgs {
     pub pids: Vec<u32>,
     #[command(flatten)]
     pub job: JobArgs,
-    /// The command to run under guard, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command to run under guard, with its arguments (after `--` when an argument of it
+    /// could be read as an option of guard's own).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -544,17 +611,60 @@ pub enum PeersArg {
 
 /// A size that must be above zero (a machine's RAM, an allocator segment).
 fn nonzero_bytes(text: &str) -> Result<u64, String> {
-    match parse_bytes(text) {
+    match size(text) {
         Ok(0) => Err(format!("invalid size {text:?}: must be more than 0")),
         Ok(b) => Ok(b),
         Err(e) => Err(e.to_string()),
     }
 }
 
-/// Checks one `--threshold NAME=VALUE` so that a bad one is a usage error; the context applies it.
-fn threshold(text: &str) -> Result<String, gpuledger::findings::ThresholdError> {
-    gpuledger::findings::Thresholds::default().set(text)?;
+/// Prints "8G read as 8 GiB" for a size with a short unit, once per value for the whole run.
+fn note_short_unit(text: &str) {
+    static NOTED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let Some(note) = short_unit_note(text) else {
+        return;
+    };
+    let mut noted = NOTED.lock().unwrap_or_else(|e| e.into_inner());
+    if noted.insert(note.clone()) {
+        eprintln!("gpuledger: {note}");
+    }
+}
+
+/// An absolute size with a unit (`24GiB`, `8G`); a bare number is refused with the fix.
+fn size(text: &str) -> Result<u64, SizeError> {
+    let bytes = parse_bytes(text)?;
+    note_short_unit(text);
+    Ok(bytes)
+}
+
+/// A size with a unit, or a share of a reference total (`10%`).
+fn size_spec(text: &str) -> Result<SizeSpec, SizeError> {
+    let spec = parse_size_spec(text)?;
+    note_short_unit(text);
+    Ok(spec)
+}
+
+/// Checks one `--threshold NAME=VALUE` so that a bad one is a usage error naming its cause (clap
+/// prints only the error's own message, so the chain is joined here); the context applies it.
+fn threshold(text: &str) -> Result<String, String> {
+    if let Err(e) = gpuledger::findings::Thresholds::default().set(text) {
+        let mut message = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            message.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        return Err(message);
+    }
+    if let Some((_, value)) = text.split_once('=') {
+        note_short_unit(value);
+    }
     Ok(text.to_string())
+}
+
+/// A scenario's name with what it models, for `simulate --help`.
+fn scenario_value(s: Scenario) -> PossibleValue {
+    PossibleValue::new(s.name()).help(help_text::scenario(s))
 }
 
 /// A scenario by name (the possible-values parser in front of it lists the names).

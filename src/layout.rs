@@ -1,4 +1,4 @@
-//! Where each fact lives in a capture tree (DESIGN.md "Capture / fixture tree"). The paths are the
+//! Where each fact lives in a capture tree (docs/DESIGN.md, "Capture tree"). The paths are the
 //! kernel's own, relative to the root, so a tree reads like the machine it came from; the two
 //! gpuledger files (`gpuledger-capture.json`, `gpuledger-sim/job.json`) say so in their names.
 

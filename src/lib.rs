@@ -1,7 +1,9 @@
 //! gpuledger: who holds GPU memory and driver-held host RAM, per process × device × region.
 //!
-//! The pipeline (DESIGN.md): [`root::Root`] → [`sources`] → [`snapshot::Snapshot`] (built by
-//! [`sampler::Sampler`]) → [`ledger::Ledger`] → [`findings`] → [`outputs`].
+//! The pipeline (docs/DESIGN.md): [`root::Root`] → [`sources`] → [`snapshot::Snapshot`] (built by
+//! [`sampler::Sampler`]) → [`ledger::Ledger`] → [`findings`] → [`outputs`]; over time, samples go
+//! into a [`recording`] that [`timeline`] reads back for timeline findings and diffs. The layers
+//! and where each command lives: docs/ARCHITECTURE.md.
 
 #![warn(missing_docs)]
 

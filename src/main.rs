@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod help_text;
 
 use clap::Parser;
 use std::process::ExitCode;

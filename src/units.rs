@@ -31,6 +31,9 @@ pub enum SizeError {
         "invalid size {0:?}: expected a number with a unit B, KiB, MiB, GiB or TiB, e.g. 512MiB"
     )]
     Invalid(String),
+    /// A number without a unit: bytes to the parser, gigabytes to the person who wrote it.
+    #[error("{0} is a bare number; write {0}GiB or {0}MiB")]
+    Bare(String),
     /// A decimal unit (kB, MB, GB, TB), which people and tools read in two ways.
     #[error(
         "invalid size {value:?}: gpuledger uses binary units; write {suggest} (GiB = 2^30 bytes)"
@@ -59,8 +62,10 @@ pub enum SizeError {
     },
 }
 
-/// Parses `8GiB`, `512 MiB`, `4096`, `1.5GiB`, `10%`. Units are binary (B, KiB, MiB, GiB, TiB);
-/// decimal units (kB, MB, GB, TB) and bare K/M/G/T are refused with the binary spelling to use.
+/// Parses `8GiB`, `512 MiB`, `4096B`, `1.5GiB`, `8G`, `10%`. Units are binary: B, KiB, MiB, GiB,
+/// TiB, and the short K/M/G/T and Ki/Mi/Gi/Ti read as the same ([`short_unit_note`] says so).
+/// Decimal units (kB, MB, GB, TB) are refused with the binary spelling to use; a bare number
+/// other than 0 is refused with the units to add, since `10` meant as gigabytes is ten bytes.
 pub fn parse_size_spec(text: &str) -> Result<SizeSpec, SizeError> {
     let t = text.trim();
     if let Some(p) = t.strip_suffix('%') {
@@ -88,17 +93,19 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let unit = unit.trim();
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "kib" => 10,
-        "mib" => 20,
-        "gib" => 30,
-        "tib" => 40,
-        _ => return Err(decimal_hint(text, num, unit).unwrap_or_else(err)),
-    };
     if num.is_empty() {
         return Err(err());
     }
+    let shift = match binary_shift(unit) {
+        Some(shift) => shift,
+        None if unit.is_empty() => {
+            if num.parse::<f64>().is_ok_and(|v| v == 0.0) {
+                return Ok(0);
+            }
+            return Err(SizeError::Bare(num.to_string()));
+        }
+        None => return Err(decimal_hint(text, num, unit).unwrap_or_else(err)),
+    };
     let mult = 1u64 << shift;
     if let Ok(n) = num.parse::<u64>() {
         return n.checked_mul(mult).ok_or_else(err);
@@ -111,13 +118,49 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     Ok(bytes as u64)
 }
 
-/// The binary spelling for a decimal or ambiguous unit (`30GB`, `30G` → `30GiB`).
+/// The power of two a binary unit stands for: `B`, `KiB`…`TiB`, and the short `K`/`Ki`…`T`/`Ti`
+/// (case-insensitive); `None` for anything else, including no unit.
+fn binary_shift(unit: &str) -> Option<u32> {
+    let lower = unit.to_ascii_lowercase();
+    let prefix = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('i'))
+        .unwrap_or(&lower);
+    if lower == "b" {
+        return Some(0);
+    }
+    match prefix {
+        "k" => Some(10),
+        "m" => Some(20),
+        "g" => Some(30),
+        "t" => Some(40),
+        _ => None,
+    }
+}
+
+/// How a size written with a short unit (`8G`, `8Gi`, `512m`) was read, e.g. "8G read as 8 GiB",
+/// for the command line to print once; `None` for a size spelled out (`8GiB`) or not a size.
+pub fn short_unit_note(text: &str) -> Option<String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim();
+    let lower = unit.to_ascii_lowercase();
+    if num.is_empty() || lower == "b" || lower.ends_with("ib") {
+        return None;
+    }
+    let shift = binary_shift(unit)?;
+    let name = ["B", "KiB", "MiB", "GiB", "TiB"][(shift / 10) as usize];
+    Some(format!("{t} read as {num} {name}"))
+}
+
+/// The binary spelling for a decimal unit (`30GB` → `30GiB`).
 fn decimal_hint(text: &str, num: &str, unit: &str) -> Option<SizeError> {
     let prefix = match unit.to_ascii_lowercase().as_str() {
-        "k" | "kb" => "Ki",
-        "m" | "mb" => "Mi",
-        "g" | "gb" => "Gi",
-        "t" | "tb" => "Ti",
+        "kb" => "Ki",
+        "mb" => "Mi",
+        "gb" => "Gi",
+        "tb" => "Ti",
         _ => return None,
     };
     (!num.is_empty()).then(|| SizeError::Decimal {
@@ -178,7 +221,8 @@ mod tests {
     fn parses_units_and_percent() {
         assert_eq!(parse_size_spec("8GiB"), Ok(SizeSpec::Bytes(8 << 30)));
         assert_eq!(parse_size_spec("512 MiB"), Ok(SizeSpec::Bytes(512 << 20)));
-        assert_eq!(parse_size_spec("4096"), Ok(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_size_spec("4096B"), Ok(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_size_spec("0"), Ok(SizeSpec::Bytes(0)));
         assert_eq!(parse_size_spec("1.5GiB"), Ok(SizeSpec::Bytes(3 << 29)));
         assert_eq!(parse_size_spec("10%"), Ok(SizeSpec::Percent(10.0)));
         assert!(parse_size_spec("10 parsecs").is_err());
@@ -194,11 +238,36 @@ mod tests {
     fn refuses_decimal_units_with_the_binary_spelling() {
         let e = parse_bytes("30GB").unwrap_err();
         assert!(e.to_string().contains("binary units; write 30GiB"), "{e}");
-        assert!(matches!(parse_bytes("2G"), Err(SizeError::Decimal { .. })));
+        assert!(matches!(parse_bytes("2MB"), Err(SizeError::Decimal { .. })));
         assert_eq!(
             parse_bytes("10%"),
             Err(SizeError::NotAbsolute("10%".into()))
         );
+    }
+
+    #[test]
+    fn a_bare_number_names_the_units_to_add() {
+        let e = parse_bytes("10").unwrap_err();
+        assert_eq!(e, SizeError::Bare("10".into()));
+        assert_eq!(e.to_string(), "10 is a bare number; write 10GiB or 10MiB");
+        assert!(matches!(parse_size_spec(" 5 "), Err(SizeError::Bare(_))));
+        assert_eq!(parse_bytes("0.0"), Ok(0));
+    }
+
+    #[test]
+    fn short_units_are_binary_and_say_so() {
+        for text in ["8G", "8Gi", "8g", "8gi"] {
+            assert_eq!(parse_bytes(text), Ok(8 << 30), "{text}");
+        }
+        assert_eq!(parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1.5T"), Ok(3 << 39));
+        assert_eq!(parse_bytes("4Ki"), Ok(4096));
+        assert_eq!(short_unit_note("8G").as_deref(), Some("8G read as 8 GiB"));
+        assert_eq!(short_unit_note("8Gi").as_deref(), Some("8Gi read as 8 GiB"));
+        assert_eq!(short_unit_note("8GiB"), None);
+        assert_eq!(short_unit_note("8B"), None);
+        assert_eq!(short_unit_note("8GB"), None);
+        assert_eq!(short_unit_note("10%"), None);
     }
 
     #[test]
@@ -234,6 +303,19 @@ mod tests {
                 Some(b) => prop_assert_eq!(parse_size_spec(&text), Ok(SizeSpec::Bytes(b))),
                 None => prop_assert!(parse_size_spec(&text).is_err()),
             }
+        }
+
+        #[test]
+        fn short_and_long_units_agree(n in 1u64..(1 << 20), unit in 0usize..4) {
+            let short = ["K", "M", "G", "T"][unit];
+            let long = || parse_bytes(&format!("{n}{short}iB"));
+            prop_assert_eq!(parse_bytes(&format!("{n}{short}")), long());
+            prop_assert_eq!(parse_bytes(&format!("{n}{short}i")), long());
+        }
+
+        #[test]
+        fn a_bare_number_is_never_bytes(n in 1u64..u64::MAX) {
+            prop_assert_eq!(parse_bytes(&n.to_string()), Err(SizeError::Bare(n.to_string())));
         }
 
         #[test]

@@ -48,14 +48,14 @@ fn sizes_are_binary_and_absolute_where_a_share_makes_no_sense() {
         ]
     };
     let good = [
-        "1GiB", "512MiB", "1.5GiB", "4096", "64KiB", "100B", "1TiB", "2 gib",
+        "1GiB", "512MiB", "1.5GiB", "4096B", "64KiB", "100B", "1TiB", "2 gib", "0",
     ];
     for v in good {
         check(&[(&project(v), 0, "")]);
     }
     let bad = [
         ("30GB", "gpuledger uses binary units; write 30GiB"),
-        ("30G", "binary units; write 30GiB"),
+        ("30", "30 is a bare number; write 30GiB or 30MiB"),
         ("512MB", "write 512MiB"),
         ("10%", "takes an absolute size"),
         ("lots", "invalid size \"lots\""),
@@ -547,4 +547,160 @@ fn view_flags_good_and_bad_values() {
     for (args, code, want) in &bad {
         check(&[(args.as_slice(), *code, want)]);
     }
+}
+
+#[test]
+fn a_bare_number_is_refused_with_the_units_to_add() {
+    let seed = fixture("seed-2605");
+    let seed = seed.to_str().unwrap();
+    check(&[
+        (
+            &["--root", seed, "guard", "--max-driver-held", "10", "--", "sleep", "3"],
+            2,
+            "10 is a bare number; write 10GiB or 10MiB",
+        ),
+        (
+            &["--root", seed, "guard", "--min-available", "5", "--pid", NO_PID],
+            2,
+            "5 is a bare number; write 5GiB or 5MiB",
+        ),
+        (
+            &["--root", NO_ROOT, "serve", "--min-process-bytes", "64"],
+            2,
+            "64 is a bare number",
+        ),
+        (
+            &["--threshold", "peer.min_bytes=1GB"],
+            2,
+            "threshold peer.min_bytes: invalid size \"1GB\": gpuledger uses binary units; write 1GiB",
+        ),
+        (
+            &["--threshold", "driver_held.min_bytes=1024"],
+            2,
+            "1024 is a bare number; write 1024GiB or 1024MiB",
+        ),
+    ]);
+}
+
+#[test]
+fn short_units_are_read_as_binary_and_the_reading_is_said_once() {
+    let args = |size: &'static str, host: &'static str| {
+        run(&[
+            "project",
+            "--ranks",
+            "8",
+            "--vram-per-rank",
+            size,
+            "--host-mem",
+            host,
+        ])
+    };
+    let short = args("8G", "64Gi");
+    let long = args("8GiB", "64GiB");
+    assert_eq!(short.status.code(), Some(0));
+    assert_eq!(short.stdout, long.stdout, "8G and 8GiB are the same size");
+    let err = String::from_utf8_lossy(&short.stderr);
+    assert_eq!(err.matches("8G read as 8 GiB").count(), 1, "{err}");
+    assert_eq!(err.matches("64Gi read as 64 GiB").count(), 1, "{err}");
+    assert!(long.stderr.is_empty(), "a spelled-out unit needs no note");
+}
+
+/// `record` started in `dir`, with the fixture as its root (no live /proc needed).
+fn record_in(dir: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = bin();
+    let seed = fixture("seed-2605");
+    cmd.current_dir(dir)
+        .args([
+            "--root",
+            seed.to_str().unwrap(),
+            "record",
+            "--interval",
+            "20ms",
+        ])
+        .args(args);
+    cmd
+}
+
+fn ledgers_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn record_takes_a_command_without_the_double_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_in(dir.path(), &["-o", "a.ledger", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "the job's status: {err}");
+    assert_eq!(ledgers_in(dir.path()), ["a.ledger"]);
+    let show = stdout_of(&["show", dir.path().join("a.ledger").to_str().unwrap()], 0);
+    assert!(show.contains("sh -c"), "{show}");
+}
+
+#[test]
+fn a_command_that_cannot_start_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["-o", "typo.ledger", "--", "/no/such/gpuledger-command"][..],
+        &["/no/such/gpuledger-command", "--flag"][..],
+    ] {
+        let out = record_in(dir.path(), args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("nothing was recorded"), "{err}");
+        assert!(err.contains("No such file or directory"), "{err}");
+    }
+    assert_eq!(ledgers_in(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn default_recording_names_never_collide() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<_> = (0..3)
+        .map(|_| {
+            record_in(dir.path(), &["true"])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for job in jobs {
+        let out = job.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(
+            !err.contains('\r'),
+            "no progress redraws off a terminal: {err:?}"
+        );
+    }
+    let names = ledgers_in(dir.path());
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names
+        .iter()
+        .all(|n| n.starts_with("gpuledger-") && n.ends_with(".ledger")));
+}
+
+#[test]
+fn a_snapshot_option_before_a_command_is_refused_not_ignored() {
+    check(&[
+        (&["--json", "show", NO_ROOT], 2, "--json before a command"),
+        (&["--pid", "1", "top"], 2, "--pid before a command"),
+        (
+            &["--sort", "host", "record", "true"],
+            2,
+            "gpuledger show --json FILE",
+        ),
+        // Global options belong before or after the command alike.
+        (
+            &["--root", NO_ROOT, "show", NO_ROOT],
+            1,
+            "cannot read recording",
+        ),
+    ]);
 }

@@ -109,6 +109,14 @@ pub struct UsageError(pub String);
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    if let (Some(_), Some(flag)) = (&cli.command, cli.snapshot.given()) {
+        return Err(UsageError(format!(
+            "{flag} before a command is an option of the snapshot (gpuledger with no command) \
+             and means nothing to the command; write a command's own options after its name, \
+             e.g. gpuledger show --json FILE"
+        ))
+        .into());
+    }
     let ctx = Ctx::new(&cli)?;
     let t = &ctx.thresholds;
     match cli.command {
@@ -188,7 +196,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             print(&String::from_utf8_lossy(&out))?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Man) => {
+        Some(Command::Man { dir: Some(dir) }) => {
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| clap_mangen::generate_to(Cli::command(), &dir))
+                .with_context(|| format!("cannot write man pages into {}", dir.display()))?;
+            eprintln!(
+                "wrote the man pages into {} (man -l {}/gpuledger-record.1)",
+                dir.display(),
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man { dir: None }) => {
             let mut out = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut out)?;
             print(&String::from_utf8_lossy(&out))?;

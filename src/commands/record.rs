@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
 use gpuledger::outputs::show;
 use gpuledger::recording::follow::JobTarget;
-use gpuledger::recording::run::{record, RunOptions, Target};
+use gpuledger::recording::run::{record, Progress, RunError, RunOptions, Target};
 use gpuledger::root::Root;
 use gpuledger::sources::cgroup::labels;
 use gpuledger::sources::cgroup_procs::{find_slurm_job, resolve_cgroup, Follow, FollowError};
@@ -13,7 +13,7 @@ use gpuledger::timeline::RunSummary;
 use gpuledger::units::human_bytes;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -23,12 +23,68 @@ use std::time::{Duration, Instant, SystemTime};
 /// created the job's cgroup and processes.
 const SLURM_WAIT: Duration = Duration::from_secs(60);
 
+/// Progress lines between the job's own output come at most this often.
+const PASSTHROUGH_PROGRESS_EVERY: Duration = Duration::from_secs(30);
+
+/// `gpuledger-<UTC time>-<pid>.ledger`: the pid keeps two recorders started in the same second
+/// apart, and a name taken by an older file moves on to `-2`, `-3`…
 fn default_output() -> PathBuf {
     let t = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    PathBuf::from(format!(
-        "gpuledger-{}.ledger",
-        t.replace([':', '-'], "").trim_end_matches('Z')
-    ))
+    let stem = format!(
+        "gpuledger-{}-{}",
+        t.replace([':', '-'], "").trim_end_matches('Z'),
+        std::process::id()
+    );
+    (1u32..)
+        .map(|n| match n {
+            1 => PathBuf::from(format!("{stem}.ledger")),
+            n => PathBuf::from(format!("{stem}-{n}.ledger")),
+        })
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| PathBuf::from(format!("{stem}.ledger")))
+}
+
+/// The progress line on a terminal's stderr. Attached, nothing else writes there, so one line
+/// is redrawn in place; while a started command's output passes through, a line of its own
+/// every [`PASSTHROUGH_PROGRESS_EVERY`], so neither breaks the other's lines.
+#[derive(Debug)]
+struct ProgressLine {
+    passthrough: bool,
+    last: Option<Duration>,
+}
+
+impl ProgressLine {
+    /// What to write to stderr for this progress, if anything.
+    fn render(&mut self, p: &Progress) -> Option<String> {
+        let text = format!(
+            "[{:>6.1} s] {} samples  peak host-class {}  device-local {}  findings {}",
+            p.elapsed.as_secs_f64(),
+            p.samples,
+            human_bytes(p.peak_host),
+            human_bytes(p.peak_local),
+            p.findings
+        );
+        if !self.passthrough {
+            return Some(format!("\r{text}\x1b[K"));
+        }
+        let due = match self.last {
+            None => p.elapsed >= PASSTHROUGH_PROGRESS_EVERY,
+            Some(last) => p.elapsed >= last + PASSTHROUGH_PROGRESS_EVERY,
+        };
+        due.then(|| {
+            self.last = Some(p.elapsed);
+            format!("gpuledger: {text}\n")
+        })
+    }
+
+    /// What ends the progress before the summary: the redrawn line is cleared.
+    fn finish(&self) -> &'static str {
+        if self.passthrough {
+            ""
+        } else {
+            "\r\x1b[K"
+        }
+    }
 }
 
 /// Runs `record`; clap has checked the interval and that exactly one target is given.
@@ -47,23 +103,26 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
     };
     let output = args.output.clone().unwrap_or_else(default_output);
     let tty = std::io::stderr().is_terminal();
-    let end = record(root, &target, &output, &opts, &stop, |p| {
-        if tty {
-            eprint!(
-                "\r[{:>6.1} s] {} samples  peak host-class {}  device-local {}  findings {}   ",
-                p.elapsed.as_secs_f64(),
-                p.samples,
-                human_bytes(p.peak_host),
-                human_bytes(p.peak_local),
-                p.findings
-            );
+    let mut line = ProgressLine {
+        passthrough: matches!(target, Target::Command { .. }),
+        last: None,
+    };
+    let ended = record(root, &target, &output, &opts, &stop, |p| {
+        if let Some(text) = line.render(p).filter(|_| tty) {
+            eprint!("{text}");
             let _ = std::io::stderr().flush();
         }
-    })
-    .context("record")?;
+    });
     if tty {
-        eprintln!();
+        eprint!("{}", line.finish());
     }
+    let end = match ended {
+        Err(e @ RunError::Spawn(_)) => {
+            remove_unstarted(&output);
+            return Err(e).context("nothing was recorded");
+        }
+        other => other.context("record")?,
+    };
     if let Some(e) = &end.write_error {
         eprintln!(
             "gpuledger: recording stopped, {} is intact up to the last sample: {e}",
@@ -80,6 +139,16 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
         Some(e) => ExitCode::from(e.exit_code()),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// Removes the recording of a command that could not start (and SQLite's side files), so a
+/// typo leaves nothing behind; `record` created the file, since it refuses an existing one.
+fn remove_unstarted(output: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut path = output.as_os_str().to_owned();
+        path.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(path));
+    }
 }
 
 /// What to record; `None` when SIGINT or SIGTERM came while waiting for the Slurm job. The
@@ -191,5 +260,50 @@ fn wait_for_slurm_job(
             Err(_) if stop.load(Ordering::SeqCst) => return Ok(None),
             Err(_) => std::thread::sleep(poll.max(Duration::from_millis(200))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> Progress {
+        Progress {
+            elapsed: Duration::from_secs(secs),
+            samples: secs * 2,
+            ..Progress::default()
+        }
+    }
+
+    #[test]
+    fn attached_progress_is_one_line_redrawn_and_cleared() {
+        let mut line = ProgressLine {
+            passthrough: false,
+            last: None,
+        };
+        let first = line.render(&at(1)).unwrap();
+        assert!(first.starts_with("\r[   1.0 s] 2 samples"), "{first:?}");
+        assert!(
+            first.ends_with("\x1b[K") && !first.contains('\n'),
+            "{first:?}"
+        );
+        assert!(line.render(&at(2)).is_some(), "every sample redraws");
+        assert_eq!(line.finish(), "\r\x1b[K");
+    }
+
+    #[test]
+    fn beside_a_jobs_output_progress_is_a_whole_line_every_30_s() {
+        let mut line = ProgressLine {
+            passthrough: true,
+            last: None,
+        };
+        let printed: Vec<u64> = (0..=95)
+            .filter(|&s| line.render(&at(s)).is_some())
+            .collect();
+        assert_eq!(printed, [30, 60, 90]);
+        let text = line.render(&at(200)).unwrap();
+        assert!(text.starts_with("gpuledger: [ 200.0 s]") && text.ends_with('\n'));
+        assert!(!text.contains('\r'), "{text:?}");
+        assert_eq!(line.finish(), "");
     }
 }

@@ -1,4 +1,4 @@
-//! Finding thresholds: the DESIGN.md defaults, each settable with `--threshold NAME=VALUE`.
+//! Finding thresholds: the docs/DESIGN.md defaults, each settable with `--threshold NAME=VALUE`.
 
 use crate::units::{parse_size_spec, SizeSpec};
 use thiserror::Error;
@@ -64,6 +64,15 @@ pub enum ThresholdError {
         /// The text given.
         value: String,
     },
+    /// A size that did not parse (a bare number, a decimal unit); the cause names the fix.
+    #[error("threshold {name}")]
+    Size {
+        /// The threshold.
+        name: String,
+        /// Why the size was refused.
+        #[source]
+        source: crate::units::SizeError,
+    },
 }
 
 impl Thresholds {
@@ -92,7 +101,11 @@ impl Thresholds {
         };
         let bytes = || match parse_size_spec(value) {
             Ok(SizeSpec::Bytes(b)) => Ok(b),
-            _ => Err(bad()),
+            Ok(SizeSpec::Percent(_)) => Err(bad()),
+            Err(source) => Err(ThresholdError::Size {
+                name: name.to_string(),
+                source,
+            }),
         };
         let share = || -> Result<f64, ThresholdError> {
             let v = match parse_size_spec(value) {

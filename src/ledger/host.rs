@@ -21,7 +21,7 @@ pub enum HeldCounter {
 }
 
 impl HeldCounter {
-    /// The counter's name as the kernel (or DESIGN.md, for the residual) spells it.
+    /// The counter's name as the kernel (or docs/DESIGN.md, for the residual) spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             HeldCounter::GpuActive => "GPUActive",
@@ -77,7 +77,7 @@ pub struct HostTotals {
     pub gpu_reclaim: Option<u64>,
     /// Which counter `gpu_active` came from.
     pub gpu_active_source: Option<String>,
-    /// Memory the kernel handed out that no meminfo counter explains (DESIGN.md formula).
+    /// Memory the kernel handed out that no meminfo counter explains (docs/DESIGN.md formula).
     pub unaccounted: Option<u64>,
     /// Pinned host memory attributed per process under Shmem (NVIDIA `pinned-shmem`), summed.
     #[serde(default)]
@@ -101,7 +101,7 @@ impl DriverHeld {
 }
 
 impl HostTotals {
-    /// Driver-held host memory (DESIGN.md's one definition): the GPU page counter, else the
+    /// Driver-held host memory (docs/DESIGN.md's one definition): the GPU page counter, else the
     /// unaccounted residual, plus attributed pinned shmem. `None` without host counters.
     pub fn driver_held(&self) -> Option<DriverHeld> {
         let counter = match self

@@ -1,4 +1,4 @@
-//! `--json`: the `gpuledger.snapshot/1` document of DESIGN.md. Bytes are integers; absent numbers
+//! `--json`: the `gpuledger.snapshot/1` document of docs/DESIGN.md. Bytes are integers; absent numbers
 //! are `null`, never 0.
 
 use crate::findings::Finding;

@@ -43,7 +43,7 @@ fn host_section(l: &Ledger) -> String {
     )
 }
 
-/// Driver-held host memory once, with its parts (DESIGN.md's one definition); `top` shows the
+/// Driver-held host memory once, with its parts (docs/DESIGN.md's one definition); `top` shows the
 /// same text.
 pub(crate) fn driver_held_line(held: Option<DriverHeld>) -> String {
     let Some(e) = held else {

@@ -1,4 +1,4 @@
-//! Writes capture trees (DESIGN.md "Capture / fixture tree"): the one writer used by `capture`,
+//! Writes capture trees (docs/DESIGN.md, "Capture tree"): the one writer used by `capture`,
 //! `simulate` and the tests; [`layout`] says where each file goes. Files are replaced atomically
 //! (write to a temporary name, then rename) so a reader of a tree that is being rewritten never
 //! sees a half-written file.
