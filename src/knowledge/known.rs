@@ -68,11 +68,8 @@ pub fn finding(m: &Match) -> Finding {
     if let Some(w) = m.workarounds.first() {
         message.push_str(&format!("; workaround: {} ({})", w.what, w.caveat));
     }
-    match m.links.first() {
-        Some(link) if link.starts_with("https://") => message.push_str(&format!("; see {link}")),
-        // A path in gpuledger's repository (its own measurements).
-        Some(path) => message.push_str(&format!("; see gpuledger's {path}")),
-        None => {}
+    if let Some(link) = m.links.first() {
+        message.push_str(&format!("; see {link}"));
     }
     Finding {
         kind: Kind::KnownIssue,
