@@ -136,8 +136,8 @@ fn bad_entries_name_the_file_and_the_field() {
             ),
             "links",
         ),
-        (without_table(&GOOD, "[[quotes]]"), "quotes"),
-        (without_table(&GOOD, "[[claims]]"), "claims"),
+        (without_table(GOOD, "[[quotes]]"), "quotes"),
+        (without_table(GOOD, "[[claims]]"), "claims"),
         (
             GOOD.replace(
                 "link = \"https://example.org/1\"",
