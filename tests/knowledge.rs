@@ -547,3 +547,29 @@ fn matches_carry_their_claims_with_confidence() {
         m.claims
     );
 }
+
+proptest::proptest! {
+    /// The release is the third word of a `/proc/version` line and the first of a bare one.
+    #[test]
+    fn kernel_release_reads_proc_version(release in "[0-9][0-9a-z.+_-]{0,30}", rest in ".{0,40}") {
+        let line = format!("Linux version {release} {rest}");
+        proptest::prop_assert_eq!(
+            gpuledger::knowledge::kernel_release(&line),
+            Some(release.clone())
+        );
+        proptest::prop_assert_eq!(gpuledger::knowledge::kernel_release(&release), Some(release));
+    }
+
+    /// No input panics; blank input has no release, other text its first word.
+    #[test]
+    fn kernel_release_never_panics(text in "\\PC{0,80}") {
+        let got = gpuledger::knowledge::kernel_release(&text);
+        match text.split_whitespace().next() {
+            None => proptest::prop_assert!(got.is_none()),
+            Some(first) if first != "Linux" => {
+                proptest::prop_assert_eq!(got.as_deref(), Some(first))
+            }
+            Some(_) => {}
+        }
+    }
+}
