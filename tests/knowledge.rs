@@ -546,6 +546,18 @@ fn matches_carry_their_claims_with_confidence() {
         "the host-RAM cause is a suspicion: {:?}",
         m.claims
     );
+    let f = gpuledger::knowledge::finding(m);
+    assert!(
+        f.message
+            .contains("suspected, not confirmed: The peer mirrors of #953"),
+        "{}",
+        f.message
+    );
+    let e = base.entry("cr-986-affinity-mask-two-devices").unwrap();
+    let a = assess(&base, &facts_for(&base, e, Some("26.27.39122.11")));
+    let m = a.matches.iter().find(|m| m.id == e.id).expect("matched");
+    let f = gpuledger::knowledge::finding(m);
+    assert!(!f.message.contains("suspected"), "{}", f.message);
 }
 
 proptest::proptest! {
