@@ -11,7 +11,8 @@
 //! severe first, and [`NotMatched`] entries whose hardware is present, each with the reason.
 //!
 //! Severity: an entry matches when its hardware is present, its conditions hold (visible devices
-//! after masks, topology, environment, no workaround in effect) and a detected version of its
+//! after masks, topology, environment, no workaround in effect, a kernel before
+//! `kernel_fixed` or an unknown one) and a detected version of its
 //! component lies in its range (entries without `[versions]` skip that test): warning; with a
 //! finding of its signature among `facts.findings` (kind, and backing when given): critical;
 //! informational entries: info. No version found for the component is a [`NotMatched`].
