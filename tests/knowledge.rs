@@ -36,9 +36,28 @@ fn the_base_loads_and_matches_the_directory() {
     for id in [
         "cr-953-bmg-eager-peer-pinning",
         "llvm-22873-sycl-malloc-device-gtt",
-        "nvidia-cuda-host-register-uncounted",
     ] {
         assert!(embedded.entry(id).is_some(), "{id}");
+    }
+    assert!(
+        embedded
+            .entry("nvidia-cuda-host-register-uncounted")
+            .is_none(),
+        "gpuledger's own limitations are not known issues"
+    );
+}
+
+/// Every entry cites a public report with its words or numbers and says how sure each claim is.
+#[test]
+fn every_entry_quotes_its_sources_and_grades_its_claims() {
+    let base = Base::embedded().unwrap();
+    for e in &base.entries {
+        assert!(!e.quotes.is_empty(), "{}: no quotes", e.id);
+        assert!(!e.claims.is_empty(), "{}: no claims", e.id);
+        for q in &e.quotes {
+            assert!(e.links.contains(&q.link), "{}: {}", e.id, q.link);
+            assert!(q.link.starts_with("https://github.com/"), "{}", q.link);
+        }
     }
 }
 
@@ -49,6 +68,13 @@ summary = "s"
 status = "open"
 last_checked = "2026-12-03"
 links = ["https://example.org/1"]
+[[quotes]]
+link = "https://example.org/1"
+date = "2026-08-06"
+text = "+8.07 GiB"
+[[claims]]
+claim = "c"
+confidence = "confirmed"
 [versions]
 component = "intel-compute-runtime"
 introduced = "26.09.37435"
@@ -103,6 +129,41 @@ fn bad_entries_name_the_file_and_the_field() {
             "hardware.devices",
         ),
         (GOOD.replace("title = \"t\"\n", ""), "title"),
+        (
+            GOOD.replace(
+                "links = [\"https://example.org/1\"]",
+                "links = [\"README.md\"]",
+            ),
+            "links",
+        ),
+        (without_table(GOOD, "[[quotes]]"), "quotes"),
+        (without_table(GOOD, "[[claims]]"), "claims"),
+        (
+            GOOD.replace(
+                "link = \"https://example.org/1\"",
+                "link = \"https://example.org/2\"",
+            ),
+            "quotes.link",
+        ),
+        (
+            GOOD.replace("date = \"2026-08-06\"", "date = \"Aug 6\""),
+            "quotes.date",
+        ),
+        (
+            GOOD.replace("text = \"+8.07 GiB\"", "text = \" \""),
+            "quotes.text",
+        ),
+        (
+            GOOD.replace("confidence = \"confirmed\"", "confidence = \"likely\""),
+            "confidence",
+        ),
+        (
+            GOOD.replace(
+                "[hardware]",
+                "[conditions]\nkernel_fixed = \"rc1\"\n[hardware]",
+            ),
+            "conditions.kernel_fixed",
+        ),
     ];
     for (text, field) in cases {
         let err = with_entry("x-1.toml", &text).expect_err(field).to_string();
@@ -112,6 +173,21 @@ fn bad_entries_name_the_file_and_the_field() {
         );
         assert!(err.contains(field), "{field}: {err}");
     }
+}
+
+/// `text` without the TOML table that starts with the line `header` (up to the next table).
+fn without_table(text: &str, header: &str) -> String {
+    let mut out = Vec::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            skipping = line == header;
+        }
+        if !skipping {
+            out.push(line);
+        }
+    }
+    out.join("\n")
 }
 
 /// A version just below `v`: `26.09.37435` → `26.09.37434.99999`, `2.14.0` → `2.13.99999`.
@@ -176,6 +252,7 @@ fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
         devices,
         env,
         findings: Vec::new(),
+        kernel: None,
     }
 }
 
@@ -356,7 +433,7 @@ impl gpuledger::sources::nvml::NvmlSource for RecordedNvml {
 }
 
 #[test]
-fn nvidia_gpus_seen_only_by_nvml_are_facts() {
+fn nvidia_gpus_are_facts_and_their_blind_spot_a_limitation() {
     use gpuledger::root::Root;
     use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
     let fixture = Path::new(concat!(
@@ -378,22 +455,13 @@ fn nvidia_gpus_seen_only_by_nvml_are_facts() {
         .find(|d| d.slot == "0000:18:00.0")
         .expect("the H200");
     assert_eq!(gpu.vendor(), Some("10de"));
-    let a = assess(&base, &facts);
-    let m = a
-        .matches
-        .iter()
-        .find(|m| m.id == "nvidia-cuda-host-register-uncounted")
-        .expect("matched");
-    assert_eq!(m.severity, Severity::Info);
     assert!(
-        m.facts.iter().any(|f| f.contains("580.159 from NVML")),
-        "{:?}",
-        m.facts
+        assess(&base, &facts).matches.is_empty(),
+        "no known issue for an NVIDIA GPU: gpuledger's own blind spot is not a finding"
     );
-    assert!(
-        a.matches.iter().all(|m| m.severity == Severity::Info),
-        "only the informational entry"
-    );
+    let limits = gpuledger::knowledge::limitations(&facts);
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert!(limits[0].text.contains("cudaHostRegister"), "{limits:?}");
 }
 
 #[test]
@@ -421,4 +489,99 @@ fn fixture_dir(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
+}
+
+#[test]
+fn a_kernel_with_the_fix_does_not_match_cr_916() {
+    let base = Base::embedded().unwrap();
+    let e = base.entry("cr-916-a770-two-device-context").unwrap();
+    let mut facts = facts_for(&base, e, Some("26.22.38646.4-0"));
+    let find = |facts: &Facts| assess(&base, facts);
+    for (kernel, applies, says) in [
+        (None, true, "kernel release not known"),
+        (
+            Some("7.0.0-29-generic"),
+            true,
+            "before the fix in Linux 7.1",
+        ),
+        (Some("7.1.0-rc1"), false, "has the fix"),
+        (Some("7.1.3-arch1-1"), false, "has the fix"),
+    ] {
+        facts.kernel = kernel.map(String::from);
+        let a = find(&facts);
+        let m = a.matches.iter().find(|m| m.id == e.id);
+        assert_eq!(m.is_some(), applies, "{kernel:?}: {a:?}");
+        let text = match m {
+            Some(m) => m.facts.join("; "),
+            None => a
+                .not_matched
+                .iter()
+                .find(|n| n.id == e.id)
+                .map(|n| n.reason.clone())
+                .unwrap_or_default(),
+        };
+        assert!(text.contains(says), "{kernel:?}: {text}");
+    }
+    assert_eq!(
+        gpuledger::knowledge::kernel_release("Linux version 7.1.3-arch1-1 (gcc 15) #1 SMP"),
+        Some("7.1.3-arch1-1".to_string())
+    );
+    assert!(
+        gpuledger::knowledge::limitations(&facts).is_empty(),
+        "no NVIDIA GPU, no NVIDIA limitation"
+    );
+}
+
+#[test]
+fn matches_carry_their_claims_with_confidence() {
+    use gpuledger::knowledge::Confidence;
+    let base = Base::embedded().unwrap();
+    let e = base.entry("cr-952-bmg-4x-b60-out-of-resources").unwrap();
+    let a = assess(&base, &facts_for(&base, e, Some("26.22.38646.6")));
+    let m = a.matches.iter().find(|m| m.id == e.id).expect("matched");
+    assert!(
+        m.claims
+            .iter()
+            .any(|c| c.confidence == Confidence::Suspected && c.claim.contains("host RAM")),
+        "the host-RAM cause is a suspicion: {:?}",
+        m.claims
+    );
+    let f = gpuledger::knowledge::finding(m);
+    assert!(
+        f.message
+            .contains("suspected, not confirmed: The peer mirrors of #953"),
+        "{}",
+        f.message
+    );
+    let e = base.entry("cr-986-affinity-mask-two-devices").unwrap();
+    let a = assess(&base, &facts_for(&base, e, Some("26.27.39122.11")));
+    let m = a.matches.iter().find(|m| m.id == e.id).expect("matched");
+    let f = gpuledger::knowledge::finding(m);
+    assert!(!f.message.contains("suspected"), "{}", f.message);
+}
+
+proptest::proptest! {
+    /// The release is the third word of a `/proc/version` line and the first of a bare one.
+    #[test]
+    fn kernel_release_reads_proc_version(release in "[0-9][0-9a-z.+_-]{0,30}", rest in ".{0,40}") {
+        let line = format!("Linux version {release} {rest}");
+        proptest::prop_assert_eq!(
+            gpuledger::knowledge::kernel_release(&line),
+            Some(release.clone())
+        );
+        proptest::prop_assert_eq!(gpuledger::knowledge::kernel_release(&release), Some(release));
+    }
+
+    /// No input panics; blank input has no release, other text its first word.
+    #[test]
+    fn kernel_release_never_panics(text in "\\PC{0,80}") {
+        let got = gpuledger::knowledge::kernel_release(&text);
+        match text.split_whitespace().next() {
+            None => proptest::prop_assert!(got.is_none()),
+            Some(first) if first != "Linux" => {
+                proptest::prop_assert_eq!(got.as_deref(), Some(first))
+            }
+            Some(_) => {}
+        }
+    }
 }

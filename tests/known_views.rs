@@ -1,6 +1,7 @@
 //! The known-issues base in every view: the snapshot (table and JSON), `serve`, `record` + `show`
 //! and `report` carry the same `known_issue` verdict for a simulated 2× B70 machine with
-//! compute-runtime 26.22 installed, and none for 26.05 (before the defect was introduced).
+//! compute-runtime 26.22 installed, and none for 26.05 (before the defect was introduced); an
+//! NVIDIA machine gets gpuledger's own limitation from `doctor`, never a finding.
 
 mod common;
 use common::*;
@@ -123,4 +124,23 @@ fn record_show_and_report_carry_it() {
     assert!(related.contains("https://github.com/intel/compute-runtime/issues/953"));
     assert!(related.contains("workaround:"));
     assert!(report.contains(&format!("see \"Possibly related\": {C953}")));
+}
+
+/// gpuledger's own blind spot on NVIDIA (cudaHostRegister moves no counter) is not a known
+/// issue: no finding in the snapshot of an H200, and `doctor` says it as a limitation.
+#[test]
+fn an_nvidia_machine_gets_a_limitation_note_not_a_finding() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvidia");
+    let root = fixture.to_str().unwrap();
+    let doc = json_of(&["--root", root, "--json"], 0);
+    assert!(known(&doc).is_empty(), "{doc}");
+    let text = stdout_of(&["doctor", "--root", root], 0);
+    let notes = text
+        .split("Limitations of gpuledger")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no limitations note: {text}"));
+    assert!(notes.contains("cudaHostRegister"), "{notes}");
+    let doctor = json_of(&["doctor", "--root", root, "--json"], 0);
+    assert_eq!(doctor["limitations"][0]["vendor"], "10de", "{doctor}");
+    assert_eq!(doctor["known_issues"]["matches"], serde_json::json!([]));
 }

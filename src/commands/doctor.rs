@@ -33,6 +33,8 @@ struct Report {
     job: Option<Job>,
     known_issues: Assessment,
     host: Option<HostOutlook>,
+    /// gpuledger's own blind spots on this machine's GPUs (never findings).
+    limitations: Vec<knowledge::Limitation>,
 }
 
 #[derive(Serialize)]
@@ -126,6 +128,7 @@ pub fn run(ctx: &super::Ctx, args: &DoctorArgs, t: &Thresholds) -> Result<ExitCo
         job,
         known_issues,
         host,
+        limitations: knowledge::limitations(&facts),
     };
     if args.json {
         super::print(&(serde_json::to_string_pretty(&report)? + "\n"))?;
@@ -307,6 +310,12 @@ fn render_text(r: &Report) -> String {
     if let Some(h) = &r.host {
         out.push_str(&render_host(h));
     }
+    if !r.limitations.is_empty() {
+        out.push_str("\nLimitations of gpuledger on these GPUs (not findings):\n");
+        for l in &r.limitations {
+            out.push_str(&format!("  {}: {}\n", l.id, l.text));
+        }
+    }
     out
 }
 
@@ -342,6 +351,9 @@ fn render_issues(a: &Assessment) -> String {
         ));
         for f in &m.facts {
             out.push_str(&format!("    - {}\n", safe(f)));
+        }
+        for c in &m.claims {
+            out.push_str(&format!("    {}: {}\n", c.confidence.as_str(), c.claim));
         }
         for w in &m.workarounds {
             out.push_str(&format!(

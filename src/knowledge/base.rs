@@ -152,7 +152,7 @@ fn check_pci_pair(file: &str, field: &str, v: &str) -> Result<(), KnowledgeError
     }
 }
 
-fn check_date(file: &str, v: &str) -> Result<(), KnowledgeError> {
+fn check_date(file: &str, field: &str, v: &str) -> Result<(), KnowledgeError> {
     let b = v.as_bytes();
     let ok = b.len() == 10
         && b[4] == b'-'
@@ -165,7 +165,7 @@ fn check_date(file: &str, v: &str) -> Result<(), KnowledgeError> {
     } else {
         Err(invalid(
             file,
-            "last_checked",
+            field,
             format!("{v:?} is not a date YYYY-MM-DD"),
         ))
     }
@@ -185,24 +185,8 @@ impl Base {
                 format!("{:?} must equal the file name without .toml", e.id),
             ));
         }
-        check_date(file, &e.last_checked)?;
-        if e.links.is_empty() {
-            return Err(invalid(
-                file,
-                "links",
-                "give at least one public report or a repository path",
-            ));
-        }
-        for l in &e.links {
-            let repo_path = !l.contains("://") && !l.starts_with('/') && !l.contains("..");
-            if !(l.starts_with("https://") || repo_path) {
-                return Err(invalid(
-                    file,
-                    "links",
-                    format!("{l:?} is neither an https:// URL nor a repository path"),
-                ));
-            }
-        }
+        check_date(file, "last_checked", &e.last_checked)?;
+        check_sources(file, e)?;
         for d in &e.hardware.devices {
             check_pci_pair(file, "hardware.devices", d)?;
         }
@@ -242,8 +226,60 @@ impl Base {
                 ));
             }
         }
+        if let Some(k) = &e.conditions.kernel_fixed {
+            version(file, "conditions.kernel_fixed", k)?;
+        }
         Ok(())
     }
+}
+
+/// Links are public reports; every entry quotes at least one of them and states at least one
+/// claim with its confidence.
+fn check_sources(file: &str, e: &Entry) -> Result<(), KnowledgeError> {
+    if e.links.is_empty() {
+        return Err(invalid(file, "links", "give at least one public report"));
+    }
+    if let Some(l) = e.links.iter().find(|l| !l.starts_with("https://")) {
+        return Err(invalid(
+            file,
+            "links",
+            format!(
+                "{l:?} is not an https:// URL of a public report (gpuledger's own limitations \
+                 go to README.md, not into the base)"
+            ),
+        ));
+    }
+    if e.quotes.is_empty() {
+        return Err(invalid(
+            file,
+            "quotes",
+            "quote at least one public report: [[quotes]] link, date, text",
+        ));
+    }
+    for q in &e.quotes {
+        if !e.links.contains(&q.link) {
+            return Err(invalid(
+                file,
+                "quotes.link",
+                format!("{:?} is not one of the entry's links", q.link),
+            ));
+        }
+        check_date(file, "quotes.date", &q.date)?;
+        if q.text.trim().is_empty() {
+            return Err(invalid(file, "quotes.text", "empty quote"));
+        }
+    }
+    if e.claims.is_empty() {
+        return Err(invalid(
+            file,
+            "claims",
+            "state at least one claim: [[claims]] claim, confidence = confirmed | suspected",
+        ));
+    }
+    if e.claims.iter().any(|c| c.claim.trim().is_empty()) {
+        return Err(invalid(file, "claims.claim", "empty claim"));
+    }
+    Ok(())
 }
 
 fn version(file: &str, field: &str, text: &str) -> Result<Version, KnowledgeError> {

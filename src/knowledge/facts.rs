@@ -76,6 +76,8 @@ pub struct Facts {
     pub env: BTreeMap<String, String>,
     /// Findings of a snapshot of the machine (or a recording).
     pub findings: Vec<Finding>,
+    /// The running Linux release (`7.1.3-arch1-1`), when known.
+    pub kernel: Option<String>,
 }
 
 impl Facts {
@@ -127,9 +129,24 @@ impl Facts {
             devices,
             env: BTreeMap::new(),
             findings,
+            kernel: sys.kernel.as_deref().and_then(kernel_release),
         };
         (facts, places)
     }
+}
+
+/// The release in a `/proc/version` line (`Linux version 7.1.3-arch1-1 (…) …`), or the first
+/// word of a bare release string.
+// ref: fs/proc/version.c (the "Linux version %s" format, utsname release)
+pub fn kernel_release(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    let first = words.next()?;
+    let release = if first == "Linux" && words.next() == Some("version") {
+        words.next()?
+    } else {
+        first
+    };
+    Some(release.to_string())
 }
 
 /// An NVIDIA GPU as NVML sees it: vendor 10de, the device id from sysfs when readable, else

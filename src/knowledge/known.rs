@@ -4,6 +4,7 @@
 use super::base::{Base, KnowledgeError};
 use super::facts::Facts;
 use super::matcher::{assess, Assessment, Match};
+use super::schema::Confidence;
 use crate::findings::{rank, Finding, Kind};
 use crate::root::Root;
 use crate::snapshot::Snapshot;
@@ -61,18 +62,27 @@ impl KnownIssues {
     }
 }
 
-/// A match as a finding: the entry, why it matches, the first workaround with its caveat and
-/// the first public report.
+/// A match as a finding: the entry, why it matches, what the reports leave suspected, the first
+/// workaround with its caveat and the first public report.
 pub fn finding(m: &Match) -> Finding {
     let mut message = format!("{} ({}): {}", m.id, m.title, m.facts.join("; "));
+    let suspected: Vec<&str> = m
+        .claims
+        .iter()
+        .filter(|c| c.confidence == Confidence::Suspected)
+        .map(|c| c.claim.as_str())
+        .collect();
+    if !suspected.is_empty() {
+        message.push_str(&format!(
+            "; suspected, not confirmed: {}",
+            suspected.join("; ")
+        ));
+    }
     if let Some(w) = m.workarounds.first() {
         message.push_str(&format!("; workaround: {} ({})", w.what, w.caveat));
     }
-    match m.links.first() {
-        Some(link) if link.starts_with("https://") => message.push_str(&format!("; see {link}")),
-        // A path in gpuledger's repository (its own measurements).
-        Some(path) => message.push_str(&format!("; see gpuledger's {path}")),
-        None => {}
+    if let Some(link) = m.links.first() {
+        message.push_str(&format!("; see {link}"));
     }
     Finding {
         kind: Kind::KnownIssue,

@@ -3,7 +3,7 @@
 
 use super::base::{range_of, Base};
 use super::facts::{DeviceFact, Facts};
-use super::schema::{Entry, Hardware, Topology, Workaround};
+use super::schema::{Claim, Entry, Hardware, Topology, Workaround};
 use super::version::Version;
 use super::visible::visible;
 use crate::findings::Severity;
@@ -26,6 +26,8 @@ pub struct Match {
     pub workarounds: Vec<Workaround>,
     /// Public reports.
     pub links: Vec<String>,
+    /// What the entry asserts, each confirmed or suspected.
+    pub claims: Vec<Claim>,
     /// Upstream status.
     pub status: &'static str,
 }
@@ -131,6 +133,9 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         let set: Vec<String> = wa.iter().map(|(k, v)| format!("{k}={v}")).collect();
         return Err(format!("workaround in effect: {}", set.join(" ")));
     }
+    if let Some(fixed) = &c.kernel_fixed {
+        why.push(kernel_fact(fixed, facts.kernel.as_deref())?);
+    }
     if let Some(v) = &e.versions {
         why.push(version_fact(e, v, facts)?);
     }
@@ -177,6 +182,7 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         facts: why,
         workarounds: e.workarounds.clone(),
         links: e.links.clone(),
+        claims: e.claims.clone(),
         status: e.status.as_str(),
     }))
 }
@@ -222,4 +228,18 @@ fn version_fact(e: &Entry, v: &super::schema::Versions, facts: &Facts) -> Result
         v.component,
         seen.join(", ")
     ))
+}
+
+/// `Err` when the running kernel is at or after the release that fixes the defect.
+fn kernel_fact(fixed: &str, running: Option<&str>) -> Result<String, String> {
+    let fix = Version::parse(fixed);
+    match (running, running.and_then(Version::parse)) {
+        (Some(text), Some(k)) if fix.as_ref().is_some_and(|f| k >= *f) => Err(format!(
+            "kernel {text} has the fix (Linux {fixed} and later)"
+        )),
+        (Some(text), Some(_)) => Ok(format!("kernel {text} is before the fix in Linux {fixed}")),
+        _ => Ok(format!(
+            "kernel release not known (the fix is in Linux {fixed})"
+        )),
+    }
 }

@@ -11,14 +11,20 @@
 //! severe first, and [`NotMatched`] entries whose hardware is present, each with the reason.
 //!
 //! Severity: an entry matches when its hardware is present, its conditions hold (visible devices
-//! after masks, topology, environment, no workaround in effect) and a detected version of its
+//! after masks, topology, environment, no workaround in effect, a kernel before
+//! `kernel_fixed` or an unknown one) and a detected version of its
 //! component lies in its range (entries without `[versions]` skip that test): warning; with a
 //! finding of its signature among `facts.findings` (kind, and backing when given): critical;
 //! informational entries: info. No version found for the component is a [`NotMatched`].
+//!
+//! Every entry rests on public reports: `quotes` (link, date, words or numbers) and `claims`
+//! marked confirmed or suspected. gpuledger's own blind spots are not entries: [`limitations`]
+//! lists them for `doctor`, and they never become findings.
 
 mod base;
 mod facts;
 mod known;
+mod limits;
 mod matcher;
 mod schema;
 pub mod topology;
@@ -26,12 +32,13 @@ mod version;
 mod visible;
 
 pub use base::{Base, KnowledgeError};
-pub use facts::{dpkg_status, versions, DeviceFact, Facts, VersionFact};
+pub use facts::{dpkg_status, kernel_release, versions, DeviceFact, Facts, VersionFact};
 pub use known::{finding, KnownIssues};
+pub use limits::{limitations, Limitation};
 pub use matcher::{assess, Assessment, Match, NotMatched};
 pub use schema::{
-    Component, Conditions, Entry, Family, Hardware, Signature, Status, Topology, Versions,
-    Workaround,
+    Claim, Component, Conditions, Confidence, Entry, Family, Hardware, Quote, Signature, Status,
+    Topology, Versions, Workaround,
 };
 pub use version::{Range, Version};
 pub use visible::{ranks_of, visible};

@@ -23,12 +23,16 @@ pub struct Entry {
     pub informational: bool,
     /// When a person last checked the links, `YYYY-MM-DD`.
     pub last_checked: String,
-    /// Public reports: `https://` URLs, or a path in this repository.
+    /// Public upstream reports (`https://` URLs). gpuledger's own limitations are no entries.
     pub links: Vec<String>,
     /// The vendor's internal tracker id, when public (e.g. `GSD-13038`).
     pub tracker: Option<String>,
-    /// Where the fact comes from when no public report exists.
-    pub measured: Option<String>,
+    /// The words or numbers of the reports the entry rests on; at least one.
+    #[serde(default)]
+    pub quotes: Vec<Quote>,
+    /// What the entry asserts, each marked confirmed or suspected; at least one.
+    #[serde(default)]
+    pub claims: Vec<Claim>,
     /// Affected versions of one component; absent when the issue is not tied to a release.
     pub versions: Option<Versions>,
     /// Which devices.
@@ -42,6 +46,48 @@ pub struct Entry {
     /// What to do, each with its caveat.
     #[serde(default)]
     pub workarounds: Vec<Workaround>,
+}
+
+/// A quote or the numbers of one public report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quote {
+    /// The report (one of the entry's `links`).
+    pub link: String,
+    /// When it was written there, `YYYY-MM-DD`.
+    pub date: String,
+    /// Its words or numbers, short.
+    pub text: String,
+}
+
+/// One thing an entry asserts, and how sure the reports make it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// The assertion, in our words.
+    pub claim: String,
+    /// Confirmed (measured or stated by the maintainers) or suspected.
+    pub confidence: Confidence,
+}
+
+/// How sure a claim is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Measured in a report (with a control) or stated by the maintainers.
+    Confirmed,
+    /// A hypothesis in the thread: not reproduced, or contradicted by another report.
+    Suspected,
+}
+
+impl Confidence {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Confirmed => "confirmed",
+            Confidence::Suspected => "suspected",
+        }
+    }
 }
 
 /// Upstream state of an issue.
@@ -115,6 +161,8 @@ pub struct Conditions {
     /// When the job's environment has all of these, a workaround is in effect: no match.
     #[serde(default)]
     pub env_workaround: BTreeMap<String, String>,
+    /// The Linux release that fixes the defect: a running kernel at or after it does not match.
+    pub kernel_fixed: Option<String>,
 }
 
 /// PCI topology conditions.
