@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use thiserror::Error;
 
 mod user_tree;
-pub use user_tree::UserTree;
+pub use user_tree::{Chunk, UserTree};
 
 /// Largest file read from a root; longer files are an error, never silently truncated.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;

@@ -17,7 +17,7 @@
 use super::Root;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -68,19 +68,35 @@ impl UserTree {
         &self.path
     }
 
+    /// Gives the operations from now on a fresh `budget` (a tree read again and again, such as
+    /// the phase-marker directory polled while a job runs).
+    pub fn renew(&mut self, budget: Duration) {
+        self.deadline = Instant::now() + budget;
+    }
+
+    /// Up to `max` bytes of the regular file `rel` from `offset` on, with the file's length.
+    pub fn read_at(&self, rel: impl AsRef<Path>, offset: u64, max: u64) -> io::Result<Chunk> {
+        let (fd, rel) = (self.fd.clone(), rel.as_ref().to_path_buf());
+        let shown = self.path.join(&rel);
+        let name = shown.clone();
+        within(self.deadline, &shown, move || {
+            let file = open_below(&fd, &rel)?;
+            let len = regular_len(&file, &name)?;
+            let mut file = std::fs::File::from(file);
+            file.seek(SeekFrom::Start(offset.min(len)))?;
+            let mut bytes = Vec::new();
+            file.take(max).read_to_end(&mut bytes)?;
+            Ok(Chunk { len, bytes })
+        })
+    }
+
     /// Reads the regular file `rel` below the tree, at most `cap` bytes (longer is an error).
     pub fn read(&self, rel: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
         let (fd, rel) = (self.fd.clone(), rel.as_ref().to_path_buf());
         let shown = self.path.join(&rel);
         let name = shown.clone();
         within(self.deadline, &shown, move || {
-            let file = rustix::fs::openat2(
-                &*fd,
-                &rel,
-                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-                Mode::empty(),
-                BELOW,
-            )?;
+            let file = open_below(&fd, &rel)?;
             read_capped(file, &name, cap)
         })
     }
@@ -109,35 +125,66 @@ impl UserTree {
     }
 }
 
-/// Runs `op` on a helper thread and waits for it until `deadline`.
-fn within<T: Send + 'static>(
-    deadline: Instant,
-    path: &Path,
-    op: impl FnOnce() -> io::Result<T> + Send + 'static,
-) -> io::Result<T> {
-    let (tx, rx) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("user-tree-read".into())
-        .spawn(move || {
-            let _ = tx.send(op());
-        })?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    rx.recv_timeout(left).unwrap_or_else(|_| {
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("{} did not answer within its time budget", path.display()),
-        ))
-    })
+/// Part of a file read by [`UserTree::read_at`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// The file's length when it was read.
+    pub len: u64,
+    /// The bytes read.
+    pub bytes: Vec<u8>,
 }
 
-fn read_capped(fd: OwnedFd, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let st = rustix::fs::fstat(&fd)?;
+/// Opens `rel` below the tree's directory for reading, without blocking.
+fn open_below(dir: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat2(
+        dir,
+        rel,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+        BELOW,
+    )?)
+}
+
+/// The length of an open regular file; anything else is an error.
+fn regular_len(fd: &OwnedFd, path: &Path) -> io::Result<u64> {
+    let st = rustix::fs::fstat(fd)?;
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", path.display()),
         ));
     }
+    Ok(u64::try_from(st.st_size).unwrap_or(0))
+}
+
+/// Runs `op` on a helper thread and waits for it until `deadline`; once the deadline has passed
+/// nothing more is started.
+fn within<T: Send + 'static>(
+    deadline: Instant,
+    path: &Path,
+    op: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    let timed_out = || {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("{} did not answer within its time budget", path.display()),
+        )
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(timed_out());
+    }
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("user-tree-read".into())
+        .spawn(move || {
+            let _ = tx.send(op());
+        })?;
+    rx.recv_timeout(left).unwrap_or_else(|_| Err(timed_out()))
+}
+
+fn read_capped(fd: OwnedFd, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    regular_len(&fd, path)?;
     let mut buf = Vec::new();
     std::fs::File::from(fd)
         .take(cap + 1)
