@@ -1,11 +1,13 @@
 //! What a bug report needs about the machine: kernel, distribution, driver module versions,
 //! `/dev/dri/by-path`, the kernel command line and loaded GPU modules, installed GPU runtime
-//! packages (dpkg-query, rpm or pacman; else the versioned sonames of the runtime libraries),
+//! packages (dpkg's or pacman's database, `/usr/bin/rpm`; else the versioned sonames of the
+//! runtime libraries),
 //! NVIDIA and ROCm versions, and the PyTorch / oneCCL found beside a Python process.
 //!
 //! Only what is found is reported; package managers and library directories are looked at only
 //! on the live machine (a capture carries its os-release and proc/version).
 
+use super::packages;
 use crate::root::Root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,7 +57,7 @@ pub struct SystemInfo {
     pub by_path: Vec<(String, String)>,
     /// Installed GPU stack packages (name → version) and how they were found.
     pub packages: BTreeMap<String, String>,
-    /// Where `packages` came from (dpkg-query, rpm, pacman, sonames).
+    /// Where `packages` came from (the dpkg or pacman database, rpm, sonames).
     pub packages_source: Option<String>,
     /// `/proc/driver/nvidia/version` first line.
     pub nvidia: Option<String>,
@@ -131,7 +133,7 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
         s.by_path.sort();
     }
     if root.is_live() {
-        (s.packages, s.packages_source) = packages();
+        (s.packages, s.packages_source) = packages(root);
         let start = std::time::Instant::now();
         for &pid in python_pids {
             // Each tree has its own budget; together they never hold a snapshot up for long.
@@ -141,7 +143,8 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
             s.python.extend(python_packages(root, pid));
         }
         for slot in pci_slots.iter().filter(|s| s.contains(':')) {
-            if let Some(out) = run("lspci", &["-vvv", "-k", "-s", slot]) {
+            let lspci = LSPCI.iter().find(|p| Path::new(p).is_file());
+            if let Some(out) = lspci.and_then(|p| run(p, &["-vvv", "-k", "-s", slot])) {
                 s.lspci.insert(slot.clone(), out.trim_end().to_string());
             }
         }
@@ -149,8 +152,17 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
     s
 }
 
+/// Where lspci is looked for: fixed paths, never `$PATH`.
+const LSPCI: [&str; 3] = ["/usr/bin/lspci", "/usr/sbin/lspci", "/sbin/lspci"];
+
+/// Runs the program at the fixed path `cmd` with an empty environment; its stdout on success.
 fn run(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
+    let out = Command::new(cmd)
+        .args(args)
+        .env_clear()
+        .env("LC_ALL", "C")
+        .output()
+        .ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
@@ -160,34 +172,11 @@ fn in_stack(name: &str) -> bool {
     STACK.iter().any(|s| name.starts_with(s))
 }
 
-fn packages() -> (BTreeMap<String, String>, Option<String>) {
-    let queries: [(&str, &str, &[&str]); 3] = [
-        (
-            "dpkg-query",
-            "dpkg-query",
-            &["-W", "-f", "${Package}\t${Version}\t${Status}\n"],
-        ),
-        (
-            "rpm",
-            "rpm",
-            &["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\tinstalled\n"],
-        ),
-        ("pacman", "pacman", &["-Q"]),
-    ];
-    for (source, cmd, args) in queries {
-        let Some(out) = run(cmd, args) else { continue };
-        let found: BTreeMap<String, String> = out
-            .lines()
-            .filter_map(|l| {
-                let mut f = l.split(['\t', ' ']);
-                let (name, version) = (f.next()?, f.next()?);
-                let installed = source != "dpkg-query" || l.ends_with("installed");
-                (installed && in_stack(name)).then(|| (name.to_string(), version.to_string()))
-            })
-            .collect();
-        if !found.is_empty() {
-            return (found, Some(source.to_string()));
-        }
+/// GPU stack packages from the package database (see [`packages::installed`]), else the
+/// versioned sonames of the runtime libraries.
+fn packages(root: &Root) -> (BTreeMap<String, String>, Option<String>) {
+    if let Some((db, found)) = packages::installed(root, in_stack) {
+        return (found.into_iter().collect(), Some(db.as_str().to_string()));
     }
     let found = sonames();
     let source = (!found.is_empty()).then(|| "library sonames".to_string());
