@@ -124,9 +124,9 @@ fn start(args: &GuardArgs) -> Result<(Option<Job>, Target)> {
         }
         Err(e) => {
             eprintln!(
-                "gpuledger guard: warning: containment is by process group only, so a process \
-                 of the job that calls setsid escapes it: {:#}. Give guard a writable cgroup v2 \
-                 (run it as root, or under `systemd-run --user --scope -p Delegate=yes`).",
+                "gpuledger guard: warning: containment is by process group only, plus the \
+                 job's descendants found at each sample: {:#}. Give guard a writable cgroup \
+                 v2 (run it as root, or under `systemd-run --user --scope -p Delegate=yes`).",
                 anyhow::Error::from(e)
             );
             let job = Job::spawn_group(&args.command).context("guard")?;
