@@ -67,11 +67,7 @@ pub fn kin(table: &[Proc], roots: &BTreeSet<u32>, pgrp: Option<u32>) -> BTreeSet
     for p in table {
         children.entry(p.ppid).or_default().push(p.pid);
     }
-    let mut out: BTreeSet<u32> = table
-        .iter()
-        .filter(|p| Some(p.pgrp) == pgrp)
-        .map(|p| p.pid)
-        .collect();
+    let mut out: BTreeSet<u32> = BTreeSet::new();
     let mut todo: Vec<u32> = roots.iter().copied().collect();
     while let Some(pid) = todo.pop() {
         for &c in children.get(&pid).into_iter().flatten() {
@@ -80,7 +76,12 @@ pub fn kin(table: &[Proc], roots: &BTreeSet<u32>, pgrp: Option<u32>) -> BTreeSet
             }
         }
     }
-    out.retain(|p| !roots.contains(p));
+    out.extend(
+        table
+            .iter()
+            .filter(|p| Some(p.pgrp) == pgrp && !roots.contains(&p.pid))
+            .map(|p| p.pid),
+    );
     out
 }
 
