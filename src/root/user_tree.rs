@@ -12,15 +12,19 @@
 //!   never answers (a hung network mount) costs the caller the budget, never more. The helper
 //!   that is stuck in the kernel is left behind; it holds only its own file descriptor.
 //!
+//! Where openat2 is missing (kernels before 5.6, some seccomp profiles) names are walked one
+//! component at a time with `O_NOFOLLOW` instead: no symlink is followed at all, and mounts
+//! inside the tree are crossed.
+//!
 //! ref: openat2(2) (`RESOLVE_*`), open(2) (`O_NONBLOCK` on FIFOs: the open returns at once).
 
 use super::Root;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,13 +50,12 @@ impl Root {
         let deadline = Instant::now() + budget;
         let open = path.clone();
         let fd = within(deadline, &path, move || {
-            Ok(rustix::fs::openat2(
+            open_resolved(
                 rustix::fs::CWD,
                 &open,
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-                Mode::empty(),
                 ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-            )?)
+            )
         })?;
         Ok(UserTree {
             fd: Arc::new(fd),
@@ -113,11 +116,10 @@ impl UserTree {
             } else {
                 rel.as_path()
             };
-            let dir = rustix::fs::openat2(
-                &*fd,
+            let dir = open_resolved(
+                fd.as_fd(),
                 at,
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-                Mode::empty(),
                 BELOW,
             )?;
             list_capped(dir, &name, max)
@@ -136,12 +138,65 @@ pub struct Chunk {
 
 /// Opens `rel` below the tree's directory for reading, without blocking.
 fn open_below(dir: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
-    Ok(rustix::fs::openat2(
-        dir,
+    open_resolved(
+        dir.as_fd(),
         rel,
         OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
         BELOW,
+    )
+}
+
+/// `openat2(start, path, flags, how)`; where the kernel has no openat2 (before 5.6) or a
+/// seccomp filter refuses it, [`open_walking`], which follows no symlink at all.
+fn open_resolved(
+    start: BorrowedFd<'_>,
+    path: &Path,
+    flags: OFlags,
+    how: ResolveFlags,
+) -> io::Result<OwnedFd> {
+    match rustix::fs::openat2(start, path, flags, Mode::empty(), how) {
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => open_walking(start, path, flags),
+        done => Ok(done?),
+    }
+}
+
+/// Opens `path` from `start` one component at a time with `O_NOFOLLOW`: a symlink anywhere, or
+/// a `..`, is refused.
+fn open_walking(start: BorrowedFd<'_>, path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    let names: Vec<&OsStr> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(Ok(n)),
+            Component::ParentDir => Some(Err(())),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect::<Result<_, ()>>()
+        .map_err(|()| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{} climbs with ..", path.display()),
+            )
+        })?;
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut here: Option<OwnedFd> = if path.is_absolute() {
+        Some(rustix::fs::open("/", dir_flags, Mode::empty())?)
+    } else {
+        None
+    };
+    let Some((last, parents)) = names.split_last() else {
+        let at = here.as_ref().map_or(start, |fd| fd.as_fd());
+        return Ok(rustix::fs::openat(at, ".", flags, Mode::empty())?);
+    };
+    for name in parents {
+        let at = here.as_ref().map_or(start, |fd| fd.as_fd());
+        here = Some(rustix::fs::openat(at, *name, dir_flags, Mode::empty())?);
+    }
+    let at = here.as_ref().map_or(start, |fd| fd.as_fd());
+    Ok(rustix::fs::openat(
+        at,
+        *last,
+        flags | OFlags::NOFOLLOW,
+        Mode::empty(),
     )?)
 }
 
@@ -299,5 +354,31 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
         assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_walk_without_openat2_follows_no_link_at_all() {
+        let (dir, _t) = tree();
+        symlink("sub/v.py", dir.path().join("lib/inside")).unwrap();
+        let top = rustix::fs::open(
+            dir.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = open_walking(top.as_fd(), Path::new("lib/sub/v.py"), flags).unwrap();
+        assert_eq!(read_capped(fd, Path::new("v.py"), 64).unwrap(), b"x = 1\n");
+        for bad in ["lib/inside", "lib/../lib/sub/v.py"] {
+            assert!(
+                open_walking(top.as_fd(), Path::new(bad), flags).is_err(),
+                "{bad}"
+            );
+        }
+        let abs = dir.path().join("lib/sub");
+        assert!(open_walking(rustix::fs::CWD, &abs, flags | OFlags::DIRECTORY).is_ok());
+        symlink(dir.path().join("lib"), dir.path().join("ln")).unwrap();
+        let through = dir.path().join("ln/sub");
+        assert!(open_walking(rustix::fs::CWD, &through, flags).is_err());
     }
 }
