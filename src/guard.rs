@@ -10,6 +10,7 @@
 //! When to act is [`check`]; what to do over time (warn once, SIGTERM, SIGKILL after the grace, the
 //! job's end and what it leaves behind) is [`machine`], which the binary steps on the system clock.
 
+pub mod family;
 pub mod job_cgroup;
 pub mod machine;
 
@@ -157,29 +158,58 @@ pub fn job_host_gpu(ledger: &Ledger) -> u64 {
     ledger.resident_total(MemClass::Host)
 }
 
+/// A process of the job that left the job's cgroup while alive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Escape {
+    /// Its pid.
+    pub pid: u32,
+    /// The cgroup it is in now, when readable.
+    pub cgroup: Option<String>,
+}
+
 /// The guarded processes, each held by a pidfd, and the job's cgroup when it has one.
 #[derive(Debug, Default)]
 pub struct Target {
     pidfds: BTreeMap<u32, OwnedFd>,
     pgid: Option<u32>,
     cgroup: Option<JobCgroup>,
+    /// Whether the job's descendants and process group are followed (a job guard started),
+    /// not only the held pids (`--pid`).
+    family: bool,
+    /// Whether guard is the job's subreaper, so its orphans are guard's children.
+    adopts: bool,
+    /// Held processes that are outside the job's cgroup.
+    escaped: BTreeSet<u32>,
+    /// Escapes not yet reported.
+    news: Vec<Escape>,
 }
 
 impl Target {
-    /// A target whose process group `pgid` (the job leader's pid) may be signalled.
+    /// A started job without a cgroup: its process group `pgid` (the job leader's pid) and its
+    /// descendants.
     pub fn with_group(pgid: u32) -> Target {
         Target {
             pgid: Some(pgid),
+            family: true,
             ..Default::default()
         }
     }
 
-    /// A target that is every process in `cgroup`.
+    /// A started job that is every process in `cgroup`, and every descendant of those that
+    /// leave it.
     pub fn contained(cgroup: JobCgroup) -> Target {
         Target {
             cgroup: Some(cgroup),
+            family: true,
             ..Default::default()
         }
+    }
+
+    /// Counts guard's own children among the job's (guard is the job's subreaper:
+    /// [`family::adopt_orphans`]).
+    pub fn adopting(mut self) -> Target {
+        self.adopts = true;
+        self
     }
 
     /// The job's cgroup, when it has one.
@@ -199,30 +229,87 @@ impl Target {
         }
     }
 
-    /// Holds every process now in the job's cgroup and lets go of those that left it, so a job
-    /// that keeps starting short-lived processes does not pile up pidfds (no-op without one).
+    /// Holds every process now in the job's cgroup, its descendants and its process group, and
+    /// lets go of those that exited, so a job that keeps starting short-lived processes does
+    /// not pile up pidfds. A held process found outside the job's cgroup is an [`Escape`]. No-op
+    /// for `--pid`s.
     pub fn refresh(&mut self) {
-        let Some(cg) = &self.cgroup else { return };
-        let members: BTreeSet<u32> = cg.pids().into_iter().collect();
-        self.pidfds.retain(|pid, _| members.contains(pid));
-        for &pid in &members {
-            if let std::collections::btree_map::Entry::Vacant(slot) = self.pidfds.entry(pid) {
-                if let Some(fd) = open_member(cg, pid) {
-                    slot.insert(fd);
+        if !self.family {
+            return;
+        }
+        self.pidfds
+            .retain(|_, fd| !pidfd_exited(fd).unwrap_or(true));
+        let members: BTreeSet<u32> = self
+            .cgroup
+            .as_ref()
+            .map(|cg| cg.pids().into_iter().collect())
+            .unwrap_or_default();
+        let me = std::process::id();
+        let mut roots: BTreeSet<u32> = self.pidfds.keys().chain(&members).copied().collect();
+        if self.adopts {
+            roots.insert(me);
+        }
+        let table = family::scan();
+        let kin = family::kin(&table, &roots, self.pgid);
+        for p in table.iter().filter(|p| p.pid != me) {
+            let wanted = members.contains(&p.pid) || kin.contains(&p.pid);
+            if wanted && !self.pidfds.contains_key(&p.pid) {
+                if let Some(fd) = self.open_kin(p, &members, &roots) {
+                    self.pidfds.insert(p.pid, fd);
                 }
+            }
+        }
+        self.note_escapes(&members);
+    }
+
+    /// A pidfd for `p` if, once opened, it is still what the table said: in the cgroup, or
+    /// still the child of a held process, or still in the job's group (a pid reused in between
+    /// is none of these).
+    fn open_kin(
+        &self,
+        p: &family::Proc,
+        members: &BTreeSet<u32>,
+        roots: &BTreeSet<u32>,
+    ) -> Option<OwnedFd> {
+        let fd =
+            rustix::process::pidfd_open(Pid::from_raw(p.pid as i32)?, PidfdFlags::empty()).ok()?;
+        if members.contains(&p.pid) {
+            return self.cgroup.as_ref()?.contains(p.pid).then_some(fd);
+        }
+        let now = family::read(p.pid)?;
+        let same = now.ppid == p.ppid
+            && (roots.contains(&now.ppid) || self.pidfds.contains_key(&now.ppid));
+        (same || Some(now.pgrp) == self.pgid).then_some(fd)
+    }
+
+    /// Marks held processes outside the job's cgroup (none without one) and queues the news.
+    fn note_escapes(&mut self, members: &BTreeSet<u32>) {
+        let Some(cg) = &self.cgroup else { return };
+        self.escaped.retain(|p| self.pidfds.contains_key(p));
+        for &pid in self.pidfds.keys() {
+            if !members.contains(&pid) && !cg.contains(pid) && self.escaped.insert(pid) {
+                self.news.push(Escape {
+                    pid,
+                    cgroup: job_cgroup::cgroup_of(pid),
+                });
             }
         }
     }
 
-    /// The pids held (with a cgroup: its members now).
+    /// Processes of the job that left its cgroup since the last call.
+    pub fn take_escapes(&mut self) -> Vec<Escape> {
+        std::mem::take(&mut self.news)
+    }
+
+    /// The pids held (with a cgroup: its members now, and those that left it).
     pub fn pids(&mut self) -> Vec<u32> {
         self.refresh();
         self.pidfds.keys().copied().collect()
     }
 
     /// Sends `sig` to every held process that is still alive (with a cgroup: to every member,
-    /// SIGKILL through `cgroup.kill`; without: also to the job's process group while a member
-    /// lives). Returns the pids signalled.
+    /// SIGKILL also through `cgroup.kill`; without: also to the job's process group while a
+    /// member lives). Returns the pids signalled.
     pub fn signal(&mut self, sig: Signal) -> Vec<u32> {
         self.refresh();
         let mut hit = Vec::new();
@@ -249,15 +336,34 @@ impl Target {
         hit
     }
 
-    /// Whether any guarded process is still running (with a cgroup: whether it has members;
-    /// without: whether a held pidfd has not become readable, which an exit makes it).
+    /// Whether any guarded process is still running: a member of the job's cgroup, or a held
+    /// process whose pidfd has not become readable (an exit makes it).
     pub fn alive(&mut self) -> bool {
-        if let Some(cg) = &self.cgroup {
-            return !cg.pids().is_empty();
-        }
+        self.left() > 0
+    }
+
+    /// How many of the job's processes are still running (cgroup members and held processes).
+    pub fn left(&mut self) -> usize {
+        self.survivors().len()
+    }
+
+    /// The job's processes still running: cgroup members and held processes, the main
+    /// process included while it has not been reaped.
+    pub fn survivors(&mut self) -> Vec<u32> {
+        self.refresh();
         self.pidfds
             .retain(|_, fd| !pidfd_exited(fd).unwrap_or(true));
-        !self.pidfds.is_empty()
+        let mut all: BTreeSet<u32> = self.pidfds.keys().copied().collect();
+        if let Some(cg) = &self.cgroup {
+            all.extend(cg.pids());
+        }
+        all.into_iter().collect()
+    }
+
+    /// Whether this target follows the job's family (a started job), so what its main process
+    /// leaves behind can be counted.
+    pub fn follows_family(&self) -> bool {
+        self.family
     }
 }
 

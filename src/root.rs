@@ -14,6 +14,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use thiserror::Error;
 
+mod user_tree;
+pub use user_tree::{Chunk, UserTree};
+
 /// Largest file read from a root; longer files are an error, never silently truncated.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 /// Symlinks followed while resolving one path inside a captured root.

@@ -586,3 +586,194 @@ fn job_host_gpu_ceiling_trips_within_two_intervals() {
     );
     assert!(stopped < 2 * interval, "job stopped after {stopped:?}");
 }
+
+/// The cgroup v2 directory this test process is in (guard, its child, makes the job's cgroup
+/// below it, so a directory beside the job's is one below this).
+fn own_cgroup_dir() -> std::path::PathBuf {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let (mount_root, mount_point) = mountinfo
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let f: Vec<&str> = left.split_whitespace().collect();
+            right
+                .starts_with("cgroup2 ")
+                .then(|| (f[3].to_string(), f[4].to_string()))
+        })
+        .unwrap();
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let below = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .and_then(|p| p.strip_prefix(mount_root.trim_end_matches('/')))
+        .unwrap();
+    std::path::Path::new(&mount_point).join(below.trim_start_matches('/'))
+}
+
+/// Removes a cgroup directory when dropped (once its processes are gone).
+struct CgroupDir(std::path::PathBuf);
+
+impl Drop for CgroupDir {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while self.0.exists() && std::fs::remove_dir(&self.0).is_err() && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn a_job_that_moves_itself_out_of_its_cgroup_is_still_stopped_and_reported() {
+    if let Some(why) = cgroup_unwritable() {
+        eprintln!("SKIPPED: cgroup v2 is not writable here ({why})");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    set_available(&root, 60);
+    let sibling = own_cgroup_dir().join(format!("gpuledger-test-sibling-{}", std::process::id()));
+    std::fs::create_dir(&sibling).unwrap();
+    let _sibling = CgroupDir(sibling.clone());
+    let procs = sibling.join("cgroup.procs");
+    // a: a child that moves itself into a sibling cgroup and ignores SIGTERM; b: the same from
+    // a double fork, so its parent is gone before guard could see it inside.
+    let script = format!(
+        "sh -c 'echo $$ > {p}; trap \"\" TERM; echo $$ > {d}/a; exec sleep 1000' </dev/null >/dev/null 2>&1 &\n\
+         sh -c 'sh -c \"echo \\$\\$ > {p}; trap \\\"\\\" TERM; echo \\$\\$ > {d}/b; exec sleep 1000\" </dev/null >/dev/null 2>&1 &'\n\
+         sleep 30\n",
+        p = procs.display(),
+        d = tmp.path().display()
+    );
+    std::fs::write(tmp.path().join("job.sh"), script).unwrap();
+    let child = bin()
+        .args(["--root", root.to_str().unwrap(), "guard"])
+        .args([
+            "--min-available",
+            "50%",
+            "--interval",
+            "100ms",
+            "--grace",
+            "1s",
+        ])
+        .args(["--", "sh", tmp.path().join("job.sh").to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = read_pids(&[tmp.path().join("a"), tmp.path().join("b")]);
+    let _reaper = Reaper(pids.clone());
+    let inside = std::fs::read_to_string(&procs).unwrap();
+    for pid in &pids {
+        assert!(inside.lines().any(|l| l == pid.to_string()), "{pid} moved");
+    }
+    // Give guard a few samples to see them, then cross the floor.
+    std::thread::sleep(Duration::from_millis(500));
+    set_available(&root, 10);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    for pid in &pids {
+        assert!(
+            err.contains(&format!("process {pid} of the job left its cgroup")),
+            "escape of {pid} reported: {err}"
+        );
+    }
+    assert!(!err.contains("still running as guard exits"), "{err}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !pids.iter().all(|&p| gone(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for &pid in &pids {
+        assert!(
+            gone(pid),
+            "{pid} left the job's cgroup and survived guard: {err}"
+        );
+    }
+}
+
+#[test]
+fn without_a_cgroup_a_group_member_that_ignores_sigterm_is_killed_after_the_grace() {
+    if !rustix::process::geteuid().is_root()
+        || Command::new("setpriv").arg("--version").output().is_err()
+    {
+        eprintln!("SKIPPED: needs root and setpriv to run guard as a user without a cgroup");
+        return;
+    }
+    let gpuledger = env!("CARGO_BIN_EXE_gpuledger");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let root = tmp.path().join("root");
+    set_available(&root, 60);
+    for p in [tmp.path().to_path_buf(), root.clone(), root.join("proc")] {
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let reachable = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg("test -x \"$1\" && test -r \"$2\" && test -w \"$3\"")
+        .args(["sh", gpuledger])
+        .arg(root.join("proc/meminfo"))
+        .arg(tmp.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !reachable {
+        eprintln!("SKIPPED: user nobody cannot run {gpuledger} or use a temporary directory here");
+        return;
+    }
+    // The leader dies of SIGTERM; its child in the same group ignores it.
+    let job = format!(
+        "sh -c 'trap \"\" TERM; echo $$ > {d}/a; exec sleep 1000' </dev/null >/dev/null 2>&1 & sleep 30",
+        d = tmp.path().display()
+    );
+    let child = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            gpuledger,
+        ])
+        .current_dir("/")
+        .args(["--root", root.to_str().unwrap(), "guard"])
+        .args([
+            "--min-available",
+            "50%",
+            "--interval",
+            "100ms",
+            "--grace",
+            "500ms",
+        ])
+        .args(["--", "sh", "-c", &job])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = read_pids(&[tmp.path().join("a")]);
+    let _reaper = Reaper(pids.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    set_available(&root, 10);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("process group only"), "{err}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !gone(pids[0]) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        gone(pids[0]),
+        "the SIGTERM-ignoring group member survived: {err}"
+    );
+}

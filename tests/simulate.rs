@@ -331,3 +331,34 @@ fn recording_a_live_simulation_that_dies_says_when_and_how() {
     );
     assert!(!shown.contains("still running"), "{shown}");
 }
+
+#[test]
+fn a_symlinked_out_is_refused_even_with_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let precious = tmp.path().join("precious");
+    std::fs::create_dir_all(precious.join("sub")).unwrap();
+    std::fs::write(precious.join("a.txt"), "keep").unwrap();
+    std::fs::write(precious.join("sub/b.txt"), "keep").unwrap();
+    let link = tmp.path().join("out");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let slashed = tmp.path().join("out/");
+    for out in [&link, &slashed] {
+        let run = simulate(&["single-gpu", "--force"], out);
+        assert_eq!(run.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains("symbolic link"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(precious.join("a.txt")).unwrap(),
+        "keep"
+    );
+    assert_eq!(
+        std::fs::read_to_string(precious.join("sub/b.txt")).unwrap(),
+        "keep"
+    );
+    assert_eq!(
+        std::fs::read_dir(&precious).unwrap().count(),
+        2,
+        "nothing written"
+    );
+}

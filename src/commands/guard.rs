@@ -6,6 +6,7 @@ use crate::cli::{GuardAction, GuardArgs};
 use anyhow::{bail, Context, Result};
 use gpuledger::clock;
 use gpuledger::findings::{analyze, Thresholds};
+use gpuledger::guard::family;
 use gpuledger::guard::job_cgroup::JobCgroup;
 use gpuledger::guard::machine::{Action, JobState, Machine, Response};
 use gpuledger::guard::{check, job_host_gpu, Policy, Target, Trip};
@@ -102,22 +103,34 @@ fn start(args: &GuardArgs) -> Result<(Option<Job>, Target)> {
         }
         return Ok((None, target));
     }
+    // Orphans of the job become guard's children, not init's, so none drops out of its tree.
+    let adopts = match family::adopt_orphans() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!(
+                "gpuledger guard: warning: cannot become the job's subreaper ({e}); a process \
+                 of the job whose parent exits and that leaves its cgroup or group is not followed"
+            );
+            false
+        }
+    };
+    let adopting = |t: Target| if adopts { t.adopting() } else { t };
     match JobCgroup::create() {
         Ok(cg) => {
             let job = cg
                 .run_inside(|| Job::spawn_group(&args.command))?
                 .context("guard")?;
-            Ok((Some(job), Target::contained(cg)))
+            Ok((Some(job), adopting(Target::contained(cg))))
         }
         Err(e) => {
             eprintln!(
-                "gpuledger guard: warning: containment is by process group only, so a process \
-                 of the job that calls setsid escapes it: {:#}. Give guard a writable cgroup v2 \
-                 (run it as root, or under `systemd-run --user --scope -p Delegate=yes`).",
+                "gpuledger guard: warning: containment is by process group only, plus the \
+                 job's descendants found at each sample: {:#}. Give guard a writable cgroup \
+                 v2 (run it as root, or under `systemd-run --user --scope -p Delegate=yes`).",
                 anyhow::Error::from(e)
             );
             let job = Job::spawn_group(&args.command).context("guard")?;
-            let mut target = Target::with_group(job.pid());
+            let mut target = adopting(Target::with_group(job.pid()));
             target.add(job.pid());
             Ok((Some(job), target))
         }
@@ -171,8 +184,10 @@ pub fn run(ctx: &super::Ctx, args: &GuardArgs, t: &Thresholds) -> Result<ExitCod
             }
             _ => (None, None),
         };
+        report_escapes(&mut watched.target, s.json);
         for action in machine.step(tick, job, trip) {
             if let Action::Exit(code) = action {
+                report_survivors(&mut watched.target);
                 return Ok(ExitCode::from(code));
             }
             perform(action, ledger.as_ref(), &mut watched.target, &s, t);
@@ -214,7 +229,7 @@ impl Watched {
             None => JobState::Running,
             Some(code) => JobState::Ended {
                 code,
-                left: self.target.cgroup().map(|cg| cg.pids().len()),
+                left: self.target.follows_family().then(|| self.target.left()),
             },
         })
     }
@@ -254,6 +269,38 @@ impl Watched {
         let cg = path.map(|p| read_cgroup(self.sampler.root(), &p));
         let trip = check(policy, &ledger, cg.as_ref());
         Ok((ledger, trip))
+    }
+}
+
+/// Says which of the job's processes left its cgroup since the last look: guard keeps them as
+/// the job's (they are its descendants) and signals them with it.
+fn report_escapes(target: &mut Target, json_out: bool) {
+    for e in target.take_escapes() {
+        eprintln!(
+            "gpuledger guard: process {} of the job left its cgroup (now in {}); it is still \
+             the job's: guard watches it and signals it with the rest",
+            e.pid,
+            e.cgroup.as_deref().unwrap_or("an unknown cgroup")
+        );
+        if json_out {
+            println!(
+                "{}",
+                json!({"event": "left_cgroup", "pid": e.pid, "cgroup": e.cgroup})
+            );
+        }
+    }
+}
+
+/// Says so when, as guard exits, processes of the job are still running (it never claims a job
+/// stopped while one survives).
+fn report_survivors(target: &mut Target) {
+    let left = target.survivors();
+    if !left.is_empty() {
+        eprintln!(
+            "gpuledger guard: warning: {} process(es) of the job are still running as guard \
+             exits: {left:?}",
+            left.len()
+        );
     }
 }
 

@@ -234,7 +234,13 @@ pub(super) fn job_target(
 
 /// Pod, container and Slurm job read from the cgroup's path.
 fn labels_of(dir: &str) -> BTreeMap<String, String> {
-    let l = labels(dir, None);
+    // Labels are read from the path below the hierarchy's root, where the managers' own
+    // subtrees start (`/system.slice/slurmstepd.scope/…`).
+    let below = ["sys/fs/cgroup/unified", "sys/fs/cgroup"]
+        .iter()
+        .find_map(|m| dir.strip_prefix(m))
+        .unwrap_or(dir);
+    let l = labels(below, None);
     [
         ("pod", l.pod),
         ("container", l.container),

@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
+/// How deep below the job's cgroup the cgroups it makes are looked into.
+const MAX_DEPTH: usize = 32;
+
 /// Why the job could not be given a cgroup of its own.
 #[derive(Debug, Error)]
 pub enum ContainError {
@@ -95,17 +98,52 @@ impl JobCgroup {
         Ok(spawned)
     }
 
-    /// The pids in the cgroup now (an unreadable list reads as empty).
+    /// The pids in the cgroup and in the cgroups the job made below it, now (an unreadable list
+    /// reads as empty).
     pub fn pids(&self) -> Vec<u32> {
-        std::fs::read_to_string(self.dir.join("cgroup.procs"))
-            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
+        self.tree()
+            .iter()
+            .filter_map(|dir| std::fs::read_to_string(dir.join("cgroup.procs")).ok())
+            .flat_map(|t| {
+                t.lines()
+                    .filter_map(|l| l.trim().parse::<u32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
-    /// Whether `pid` is in this cgroup (read from its `/proc/PID/cgroup`).
+    /// The cgroup's directory and those below it, parents before children.
+    fn tree(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut todo = vec![(self.dir.clone(), 0)];
+        while let Some((dir, depth)) = todo.pop() {
+            if depth < MAX_DEPTH {
+                let subdirs = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+                for e in subdirs.filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+                    todo.push((e.path(), depth + 1));
+                }
+            }
+            out.push(dir);
+        }
+        out
+    }
+
+    /// Whether the cgroup or one below it holds a process (`populated` of `cgroup.events`);
+    /// `None` when unreadable.
+    pub fn populated(&self) -> Option<bool> {
+        let events = std::fs::read_to_string(self.dir.join("cgroup.events")).ok()?;
+        events
+            .lines()
+            .find_map(|l| l.strip_prefix("populated "))
+            .map(|v| v.trim() == "1")
+    }
+
+    /// Whether `pid` is in this cgroup or one below it (read from its `/proc/PID/cgroup`).
     pub fn contains(&self, pid: u32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-            .is_ok_and(|t| t.lines().any(|l| l.strip_prefix("0::") == Some(&self.path)))
+        cgroup_of(pid).is_some_and(|p| {
+            p.strip_prefix(&self.path)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
     }
 
     /// Kills every process in the cgroup: `cgroup.kill`, else freeze and SIGKILL each member.
@@ -146,11 +184,22 @@ impl JobCgroup {
 impl Drop for JobCgroup {
     fn drop(&mut self) {
         // Killed processes leave the cgroup as they finish exiting; rmdir succeeds once empty.
+        // Cgroups the job made below its own go first, children before parents.
         let deadline = Instant::now() + Duration::from_secs(2);
-        while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
+        for dir in self.tree().iter().rev() {
+            while std::fs::remove_dir(dir).is_err() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
     }
+}
+
+/// The cgroup v2 path of `pid` (the `0::` line of `/proc/PID/cgroup`).
+pub fn cgroup_of(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(String::from)
 }
 
 /// gpuledger's own cgroup v2 path (the `0::` line of `/proc/self/cgroup`).

@@ -257,3 +257,71 @@ proptest! {
         prop_assert_eq!(spec.value(&format!("[1] took {x} {unit} ok")), Some(x));
     }
 }
+
+/// The marker file swapped for `make(path)` by the job: every read returns at once, and the
+/// record's last read too.
+fn swapped_markers_end_promptly(make: impl FnOnce(&std::path::Path)) {
+    let sink = Mutex::new(Collector::new(Vec::new()));
+    let mut m = MarkerFile::create().unwrap();
+    let path = m.path().to_path_buf();
+    std::fs::remove_file(&path).unwrap();
+    make(&path);
+    let start = std::time::Instant::now();
+    for t in 0..3 {
+        let _ = m.read_new(t, &sink);
+    }
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(2),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_fifo_or_device_in_place_of_the_marker_file_does_not_hang_the_record() {
+    swapped_markers_end_promptly(|p| {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap()
+    });
+    swapped_markers_end_promptly(|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap());
+}
+
+#[test]
+fn an_endless_marker_file_is_read_a_bounded_amount_at_a_time() {
+    let sink = Mutex::new(Collector::new(Vec::new()));
+    let mut m = MarkerFile::create().unwrap();
+    let f = std::fs::File::create(m.path()).unwrap();
+    f.set_len(64 << 30).unwrap();
+    m.read_new(1, &sink).unwrap();
+    m.read_new(2, &sink).unwrap();
+    assert!(sink.lock().unwrap().take().markers.is_empty());
+}
+
+#[test]
+fn a_link_out_of_the_marker_directory_is_not_followed() {
+    let sink = Mutex::new(Collector::new(Vec::new()));
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "root:secret\n").unwrap();
+    let mut m = MarkerFile::create().unwrap();
+    std::fs::remove_file(m.path()).unwrap();
+    std::os::unix::fs::symlink(secret.path(), m.path()).unwrap();
+    assert!(m.read_new(1, &sink).is_err());
+    assert!(sink.lock().unwrap().take().markers.is_empty());
+}
+
+#[test]
+fn the_marker_directory_is_private_and_removed() {
+    use std::os::unix::fs::PermissionsExt;
+    let m = MarkerFile::create().unwrap();
+    let dir = m.path().parent().unwrap().to_path_buf();
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    drop(m);
+    assert!(!dir.exists());
+}

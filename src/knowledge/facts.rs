@@ -10,6 +10,8 @@ use crate::sources::drm_devices::DeviceInfo;
 use crate::sources::nvml::NvGpu;
 use crate::sources::system_info::SystemInfo;
 use serde::Serialize;
+
+pub use crate::sources::packages::dpkg_status;
 use std::collections::BTreeMap;
 
 /// One detected version of a component.
@@ -229,42 +231,4 @@ pub fn versions(base: &Base, sys: &SystemInfo, root: &Root) -> Vec<VersionFact> 
         }
     }
     out
-}
-
-/// Installed packages of a dpkg status file (`Package:`, `Status: … installed`, `Version:`
-/// stanzas separated by blank lines; ref: dpkg's deb-control(5) / the status database format).
-pub fn dpkg_status(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for stanza in text.split("\n\n") {
-        let field = |key: &str| {
-            stanza
-                .lines()
-                .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
-        };
-        let installed = field("Status:").is_some_and(|s| s.ends_with(" installed"));
-        if let (true, Some(name), Some(version)) = (installed, field("Package:"), field("Version:"))
-        {
-            out.push((name, version));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dpkg_status_keeps_installed_packages_only() {
-        let text = "Package: intel-opencl-icd\nStatus: install ok installed\nVersion: 26.22.38646.4-0\n\n\
-                    Package: libze-intel-gpu1\nStatus: deinstall ok config-files\nVersion: 26.05.37020.3-0\n\n\
-                    Package: broken\nStatus: install ok installed\n";
-        assert_eq!(
-            dpkg_status(text),
-            vec![(
-                "intel-opencl-icd".to_string(),
-                "26.22.38646.4-0".to_string()
-            )]
-        );
-    }
 }

@@ -9,6 +9,7 @@ pub mod kfd;
 pub mod kmsg;
 pub mod meminfo;
 pub mod nvml;
+pub mod packages;
 pub mod pci_names;
 pub mod proc_pid;
 pub mod sim_job;

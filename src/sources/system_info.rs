@@ -1,15 +1,18 @@
 //! What a bug report needs about the machine: kernel, distribution, driver module versions,
 //! `/dev/dri/by-path`, the kernel command line and loaded GPU modules, installed GPU runtime
-//! packages (dpkg-query, rpm or pacman; else the versioned sonames of the runtime libraries),
+//! packages (dpkg's or pacman's database, `/usr/bin/rpm`; else the versioned sonames of the
+//! runtime libraries),
 //! NVIDIA and ROCm versions, and the PyTorch / oneCCL found beside a Python process.
 //!
 //! Only what is found is reported; package managers and library directories are looked at only
 //! on the live machine (a capture carries its os-release and proc/version).
 
+use super::packages;
 use crate::root::Root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 /// Names of packages and libraries that belong to a GPU compute stack.
 const STACK: [&str; 14] = [
@@ -54,7 +57,7 @@ pub struct SystemInfo {
     pub by_path: Vec<(String, String)>,
     /// Installed GPU stack packages (name → version) and how they were found.
     pub packages: BTreeMap<String, String>,
-    /// Where `packages` came from (dpkg-query, rpm, pacman, sonames).
+    /// Where `packages` came from (the dpkg or pacman database, rpm, sonames).
     pub packages_source: Option<String>,
     /// `/proc/driver/nvidia/version` first line.
     pub nvidia: Option<String>,
@@ -130,12 +133,18 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
         s.by_path.sort();
     }
     if root.is_live() {
-        (s.packages, s.packages_source) = packages();
+        (s.packages, s.packages_source) = packages(root);
+        let start = std::time::Instant::now();
         for &pid in python_pids {
+            // Each tree has its own budget; together they never hold a snapshot up for long.
+            if start.elapsed() > PYTHON_TOTAL_BUDGET {
+                break;
+            }
             s.python.extend(python_packages(root, pid));
         }
         for slot in pci_slots.iter().filter(|s| s.contains(':')) {
-            if let Some(out) = run("lspci", &["-vvv", "-k", "-s", slot]) {
+            let lspci = LSPCI.iter().find(|p| Path::new(p).is_file());
+            if let Some(out) = lspci.and_then(|p| run(p, &["-vvv", "-k", "-s", slot])) {
                 s.lspci.insert(slot.clone(), out.trim_end().to_string());
             }
         }
@@ -143,8 +152,17 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
     s
 }
 
+/// Where lspci is looked for: fixed paths, never `$PATH`.
+const LSPCI: [&str; 3] = ["/usr/bin/lspci", "/usr/sbin/lspci", "/sbin/lspci"];
+
+/// Runs the program at the fixed path `cmd` with an empty environment; its stdout on success.
 fn run(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
+    let out = Command::new(cmd)
+        .args(args)
+        .env_clear()
+        .env("LC_ALL", "C")
+        .output()
+        .ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
@@ -154,34 +172,11 @@ fn in_stack(name: &str) -> bool {
     STACK.iter().any(|s| name.starts_with(s))
 }
 
-fn packages() -> (BTreeMap<String, String>, Option<String>) {
-    let queries: [(&str, &str, &[&str]); 3] = [
-        (
-            "dpkg-query",
-            "dpkg-query",
-            &["-W", "-f", "${Package}\t${Version}\t${Status}\n"],
-        ),
-        (
-            "rpm",
-            "rpm",
-            &["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\tinstalled\n"],
-        ),
-        ("pacman", "pacman", &["-Q"]),
-    ];
-    for (source, cmd, args) in queries {
-        let Some(out) = run(cmd, args) else { continue };
-        let found: BTreeMap<String, String> = out
-            .lines()
-            .filter_map(|l| {
-                let mut f = l.split(['\t', ' ']);
-                let (name, version) = (f.next()?, f.next()?);
-                let installed = source != "dpkg-query" || l.ends_with("installed");
-                (installed && in_stack(name)).then(|| (name.to_string(), version.to_string()))
-            })
-            .collect();
-        if !found.is_empty() {
-            return (found, Some(source.to_string()));
-        }
+/// GPU stack packages from the package database (see [`packages::installed`]), else the
+/// versioned sonames of the runtime libraries.
+fn packages(root: &Root) -> (BTreeMap<String, String>, Option<String>) {
+    if let Some((db, found)) = packages::installed(root, in_stack) {
+        return (found.into_iter().collect(), Some(db.as_str().to_string()));
     }
     let found = sonames();
     let source = (!found.is_empty()).then(|| "library sonames".to_string());
@@ -218,7 +213,18 @@ fn sonames() -> BTreeMap<String, String> {
     out
 }
 
-/// torch / oneCCL versions from the site-packages beside a Python process's interpreter.
+/// Time one process's Python tree may take to read (a hung network mount costs this, no more).
+const PYTHON_TREE_BUDGET: Duration = Duration::from_millis(500);
+/// Time all the Python trees of one snapshot may take together.
+const PYTHON_TOTAL_BUDGET: Duration = Duration::from_secs(1);
+/// Largest `torch/version.py` read (the real one is a few hundred bytes).
+const VERSION_PY_BYTES: u64 = 64 << 10;
+/// Most entries read from one directory of the Python tree.
+const PYTHON_DIR_ENTRIES: usize = 100_000;
+
+/// torch / oneCCL versions from the site-packages beside a Python process's interpreter. The
+/// tree belongs to whoever runs the process, so it is read under [`Root::user_tree`]'s rule
+/// (no links out of it, regular files only, capped, within [`PYTHON_TREE_BUDGET`]).
 pub fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let Ok(exe) = root.read_link(format!("proc/{pid}/exe")) else {
@@ -227,21 +233,26 @@ pub fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
     let Some(prefix) = exe.parent().and_then(Path::parent) else {
         return out;
     };
+    let Ok(tree) = root.user_tree(prefix, PYTHON_TREE_BUDGET) else {
+        return out;
+    };
     let mut sites: Vec<PathBuf> = Vec::new();
     for lib in ["lib", "lib64", "local/lib"] {
-        let Ok(entries) = std::fs::read_dir(prefix.join(lib)) else {
+        let Ok(names) = tree.list(lib, PYTHON_DIR_ENTRIES) else {
             continue;
         };
-        for e in entries
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        for n in names
+            .iter()
+            .filter(|n| n.to_string_lossy().starts_with("python3"))
         {
-            sites.push(e.path().join("site-packages"));
-            sites.push(e.path().join("dist-packages"));
+            let dir = Path::new(lib).join(n);
+            sites.push(dir.join("site-packages"));
+            sites.push(dir.join("dist-packages"));
         }
     }
     for site in sites {
-        if let Ok(v) = std::fs::read_to_string(site.join("torch/version.py")) {
+        if let Ok(v) = tree.read(site.join("torch/version.py"), VERSION_PY_BYTES) {
+            let v = String::from_utf8_lossy(&v);
             if let Some(ver) = v.lines().find_map(|l| l.strip_prefix("__version__ = ")) {
                 out.insert(
                     "torch".into(),
@@ -249,15 +260,13 @@ pub fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
                 );
             }
         }
-        if let Ok(entries) = std::fs::read_dir(&site) {
-            for e in entries.flatten() {
-                let n = e.file_name().to_string_lossy().into_owned();
-                if let Some(rest) = n
-                    .strip_prefix("oneccl_bind_pt-")
-                    .and_then(|r| r.strip_suffix(".dist-info"))
-                {
-                    out.insert("oneccl_bind_pt".into(), rest.to_string());
-                }
+        for n in tree.list(&site, PYTHON_DIR_ENTRIES).unwrap_or_default() {
+            let n = n.to_string_lossy();
+            if let Some(rest) = n
+                .strip_prefix("oneccl_bind_pt-")
+                .and_then(|r| r.strip_suffix(".dist-info"))
+            {
+                out.insert("oneccl_bind_pt".into(), rest.to_string());
             }
         }
     }
@@ -292,5 +301,65 @@ mod tests {
             found.get("oneccl_bind_pt").map(String::as_str),
             Some("2.8.0+xpu")
         );
+    }
+
+    /// A venv whose interpreter is a running stand-in (/bin/sleep copied to bin/python3).
+    fn venv_with(version_py: impl FnOnce(&Path)) -> (tempfile::TempDir, std::process::Child) {
+        let venv = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(venv.path().join("bin")).unwrap();
+        let torch = venv.path().join("lib/python3.12/site-packages/torch");
+        std::fs::create_dir_all(&torch).unwrap();
+        version_py(&torch.join("version.py"));
+        let exe = venv.path().join("bin/python3");
+        std::fs::copy("/bin/sleep", &exe).unwrap();
+        let child = Command::new(&exe).arg("30").spawn().unwrap();
+        (venv, child)
+    }
+
+    fn timed_read(mut child: std::process::Child) -> (BTreeMap<String, String>, Duration) {
+        let start = std::time::Instant::now();
+        let found = python_packages(&Root::live(), child.id());
+        let took = start.elapsed();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        (found, took)
+    }
+
+    #[test]
+    fn a_fifo_version_py_does_not_hang() {
+        let (_venv, child) = venv_with(|p| {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                p,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o644),
+                0,
+            )
+            .unwrap()
+        });
+        let (found, took) = timed_read(child);
+        assert!(found.is_empty());
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+    }
+
+    #[test]
+    fn a_version_py_linked_to_dev_zero_or_out_of_the_venv_is_not_read() {
+        for target in ["/dev/zero", "/etc/hostname", "/proc/self/environ"] {
+            let (_venv, child) = venv_with(|p| std::os::unix::fs::symlink(target, p).unwrap());
+            let (found, took) = timed_read(child);
+            assert!(found.is_empty(), "{target}: {found:?}");
+            assert!(took < Duration::from_secs(2), "{target}: took {took:?}");
+        }
+    }
+
+    #[test]
+    fn a_huge_version_py_is_not_read_whole() {
+        let (_venv, child) = venv_with(|p| {
+            let f = std::fs::File::create(p).unwrap();
+            f.set_len(8 << 30).unwrap();
+        });
+        let (found, took) = timed_read(child);
+        assert!(found.is_empty());
+        assert!(took < Duration::from_secs(2), "took {took:?}");
     }
 }

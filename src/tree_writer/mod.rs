@@ -23,6 +23,14 @@ pub enum FreshTreeError {
         /// The directory.
         path: PathBuf,
     },
+    /// It is a symbolic link: clearing it would clear the directory it points to.
+    #[error("{} is a symbolic link (to {}); give the directory itself, not a link to it", path.display(), target.display())]
+    Symlink {
+        /// The directory given.
+        path: PathBuf,
+        /// Where the link points.
+        target: PathBuf,
+    },
     /// It could not be read, cleared or created.
     #[error("cannot prepare {}", path.display())]
     Io {
@@ -66,25 +74,27 @@ impl TreeWriter {
     }
 
     /// A writer for a tree that starts empty: `base` is created if missing; if it holds anything,
-    /// that is an error unless `replace`, in which case its entries are removed first. Removal
-    /// never follows a symlink, so nothing outside `base` is touched.
+    /// that is an error unless `replace`, in which case its entries are removed first. A `base` that
+    /// is a symlink is refused, and removal never follows a symlink, so nothing outside `base` is
+    /// touched.
     pub fn fresh(base: &Path, replace: bool) -> Result<TreeWriter, FreshTreeError> {
         let io_err = |source| FreshTreeError::Io {
             path: base.to_path_buf(),
             source,
         };
-        let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(base) {
-            Ok(list) => list.collect::<io::Result<_>>().map_err(io_err)?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io_err(e)),
+        let Some(dir) = own_directory(base)? else {
+            return TreeWriter::new(base).map_err(io_err);
         };
+        let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir)
+            .and_then(|list| list.collect())
+            .map_err(io_err)?;
         if !entries.is_empty() {
             if !replace {
                 return Err(FreshTreeError::NotEmpty {
                     path: base.to_path_buf(),
                 });
             }
-            if base.canonicalize().map_err(io_err)? == Path::new("/") {
+            if dir == Path::new("/") {
                 return Err(FreshTreeError::FilesystemRoot {
                     path: base.to_path_buf(),
                 });
@@ -100,7 +110,7 @@ impl TreeWriter {
                 gone.map_err(io_err)?;
             }
         }
-        TreeWriter::new(base).map_err(io_err)
+        TreeWriter::new(&dir).map_err(io_err)
     }
 
     /// The tree's directory.
@@ -260,6 +270,41 @@ impl TreeWriter {
         }
         Ok(())
     }
+}
+
+/// The real path of the directory `base` names (`None` when it does not exist), found from the
+/// directory itself, opened without following a link in its last component: a symlinked `base`
+/// is refused, and what is cleared is the directory that was opened.
+fn own_directory(base: &Path) -> Result<Option<PathBuf>, FreshTreeError> {
+    let io_err = |source| FreshTreeError::Io {
+        path: base.to_path_buf(),
+        source,
+    };
+    // `dir/` would follow a link named `dir`; its components name it without the slash.
+    let named: PathBuf = base.components().collect();
+    match std::fs::symlink_metadata(&named) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(&named).map_err(io_err)?;
+            return Err(FreshTreeError::Symlink {
+                path: base.to_path_buf(),
+                target,
+            });
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(e)),
+    }
+    let fd = rustix::fs::open(
+        &named,
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| io_err(e.into()))?;
+    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    std::fs::read_link(fd_path).map(Some).map_err(io_err)
 }
 
 fn nul_joined(items: &[String]) -> Vec<u8> {

@@ -278,6 +278,7 @@ fn process(i: usize, w: &impl Fn(usize) -> String) -> ProcessRow {
             job: (i % 2 == 0).then(|| w(i + 5)),
             namespace: (i % 3 == 0).then(|| w(i + 6)),
             pod_name: (i % 3 == 0).then(|| w(i + 7)),
+            ..Default::default()
         },
     }
 }
