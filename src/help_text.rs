@@ -186,6 +186,14 @@ pub fn scenario(s: Scenario) -> &'static str {
         Scenario::AmdgpuTp => {
             "2 tensor-parallel ranks on 2 amdgpu GPUs, 16 GiB segments, no mirror"
         }
+        Scenario::DdpHealthy => {
+            "DDP ranks with a context on every card and no peer registrations (a runtime \
+             without the defect): healthy, nothing is mirrored"
+        }
+        Scenario::OneProcess => {
+            "1 process over --ranks GPUs (intel/llvm#22873): each card's GTT mirrors the \
+             allocations on the others"
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use gpuledger::findings::{analyze, Finding, Kind, Thresholds};
 use gpuledger::ledger::{Filter, Ledger};
 use gpuledger::root::Root;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
-use gpuledger::serve::metrics::{render_metrics, MetricsOptions};
+use gpuledger::serve::metrics::{render_metrics, ExporterStats, MetricsOptions};
 use gpuledger::sim::truth::{ExpectedFinding, Truth};
 use gpuledger::sim::{Backing, LiveWriter, Scenario, SimParams, Simulation};
 use gpuledger::tree_writer::TreeWriter;
@@ -259,7 +259,12 @@ fn snapshot_json_and_metrics_match_the_truth() {
         let findings = analyze(&ledger, &Thresholds::default());
         let top = Filter::resolve(&ledger, &[], &[]).unwrap().findings(&findings);
         assert_eq!(found(&top), expected(&truth), "{scenario}: top's model");
-        let metrics = render_metrics(&ledger, &findings, &MetricsOptions::default());
+        let metrics = render_metrics(
+            &ledger,
+            &findings,
+            &MetricsOptions::default(),
+            &ExporterStats::default(),
+        );
         let series = metrics
             .lines()
             .filter(|l| l.starts_with("gpuledger_finding_bytes{") && l.contains("peer_mirror"))

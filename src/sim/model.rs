@@ -65,24 +65,6 @@ impl Scenario {
         }
     }
 
-    /// One line on what the scenario models, for `simulate --help`.
-    pub fn about(self) -> &'static str {
-        match self {
-            Scenario::DdpPeerMirror => {
-                "DDP ranks whose device segments are registered as GTT on every peer card (GSD-13038)"
-            }
-            Scenario::SingleGpu => "one rank on one GPU, healthy",
-            Scenario::Leak => "one process whose host-class memory grows until the end",
-            Scenario::AmdgpuTp => "two tensor-parallel ranks on amdgpu MI300X, no mirror",
-            Scenario::DdpHealthy => {
-                "DDP ranks with a context on every card and no peer registrations, healthy"
-            }
-            Scenario::OneProcess => {
-                "one process over every device; each device's GTT mirrors the others' allocations"
-            }
-        }
-    }
-
     /// Parses a command-line name.
     pub fn parse(name: &str) -> Option<Scenario> {
         Scenario::ALL.into_iter().find(|s| s.name() == name)
