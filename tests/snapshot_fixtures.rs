@@ -349,7 +349,7 @@ fn same_sized_gtt_on_the_owning_card_is_found() {
     assert_eq!(mirrors[0]["peer"], "0000:03:00.0");
     assert_eq!(mirrors[0]["device"], "0000:03:00.0");
     let msg = mirrors[0]["message"].as_str().unwrap();
-    assert!(msg.contains("its own VRAM there"), "{msg}");
+    assert!(msg.contains("on its own card 0000:03:00.0"), "{msg}");
 }
 
 #[test]

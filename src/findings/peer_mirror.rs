@@ -28,6 +28,7 @@
 use super::{percent, Backing, Finding, Kind, Thresholds};
 use crate::ledger::{DriverHeld, Ledger, MemClass, ProcessRow};
 use crate::units::human_bytes;
+use std::collections::BTreeMap;
 
 /// Which shape a candidate has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,17 +57,42 @@ struct Candidate<'a> {
     local: u64,
 }
 
-/// Device-local working memory of `row` on `device` (an integrated GPU's host-class bytes
-/// included), or 0 when it is no more than a context.
-fn working_set(ledger: &Ledger, row: &ProcessRow, device: &str, t: &Thresholds) -> u64 {
-    let mut local = row.resident(device, MemClass::Device);
-    if ledger.is_integrated(device) {
-        local += row.resident(device, MemClass::Host);
+/// One process's resident bytes per device, summed once (a row has a usage entry per device ×
+/// region; looking each pair up again would make the rule cubic in devices).
+struct PerDevice<'a> {
+    /// (device, device-local bytes, host-class bytes, integrated).
+    devices: Vec<(&'a str, u64, u64, bool)>,
+}
+
+impl<'a> PerDevice<'a> {
+    fn of(ledger: &Ledger, row: &'a ProcessRow) -> PerDevice<'a> {
+        let mut by: BTreeMap<&'a str, (u64, u64)> = BTreeMap::new();
+        for u in &row.usage {
+            let e = by.entry(u.device.as_str()).or_default();
+            match u.class {
+                MemClass::Device => e.0 += u.resident.unwrap_or(0),
+                MemClass::Host => e.1 += u.resident.unwrap_or(0),
+                MemClass::Stolen => {}
+            }
+        }
+        PerDevice {
+            devices: by
+                .into_iter()
+                .map(|(d, (local, host))| (d, local, host, ledger.is_integrated(d)))
+                .collect(),
+        }
     }
-    if local > t.peer_context_floor {
-        local
-    } else {
-        0
+
+    /// Device-local working memory on each device (an integrated GPU's host-class bytes
+    /// included), 0 where it is no more than a context.
+    fn working_sets(&self, t: &Thresholds) -> Vec<(&'a str, u64)> {
+        self.devices
+            .iter()
+            .map(|&(d, local, host, integrated)| {
+                let ws = if integrated { local + host } else { local };
+                (d, if ws > t.peer_context_floor { ws } else { 0 })
+            })
+            .collect()
     }
 }
 
@@ -78,56 +104,53 @@ fn within(host: u64, reference: u64, t: &Thresholds) -> bool {
 }
 
 fn candidates<'a>(ledger: &Ledger, row: &'a ProcessRow, t: &Thresholds) -> Vec<Candidate<'a>> {
-    let devices = row.devices();
-    let discrete: Vec<&'a str> = devices
+    let per = PerDevice::of(ledger, row);
+    let sets = per.working_sets(t);
+    let all_sets: u64 = sets.iter().map(|(_, b)| b).sum();
+    let holders = sets.iter().filter(|(_, b)| *b > 0).count();
+    let discrete: Vec<(&'a str, u64, u64)> = per
+        .devices
         .iter()
-        .copied()
-        .filter(|d| !ledger.is_integrated(d))
+        .filter(|d| !d.3)
+        .map(|&(d, local, host, _)| (d, local, host))
         .collect();
+    let home = row.home_device.as_deref();
     let mut out = Vec::new();
-    for &d in &discrete {
-        let host = row.resident(d, MemClass::Host);
-        let others: Vec<(&'a str, u64)> = devices
-            .iter()
-            .filter(|o| **o != d)
-            .map(|o| (*o, working_set(ledger, row, o, t)))
-            .filter(|(_, b)| *b > 0)
-            .collect();
-        let l_other: u64 = others.iter().map(|(_, b)| b).sum();
+    for (i, &(d, own, host)) in discrete.iter().enumerate() {
+        let own_set = sets.iter().find(|(o, _)| *o == d).map_or(0, |(_, b)| *b);
+        let l_other = all_sets - own_set;
         if within(host, l_other, t) {
-            let home = row.home_device.as_deref();
+            let others = sets.iter().filter(|(o, b)| *o != d && *b > 0);
             let source = others
-                .iter()
+                .clone()
                 .find(|(o, _)| Some(*o) == home)
-                .or_else(|| others.iter().max_by_key(|(o, b)| (*b, std::cmp::Reverse(*o))))
+                .or_else(|| others.max_by_key(|(o, b)| (*b, std::cmp::Reverse(*o))))
                 .map_or(d, |(o, _)| *o);
             out.push(Candidate {
                 row,
                 shape: Shape::Peer {
-                    sources: others.len(),
+                    sources: holders - usize::from(own_set > 0),
                 },
                 source,
                 mirror: d,
                 bytes: host,
                 local: l_other,
             });
-        } else if let Some(c) = owning_card(row, d, discrete.len(), t) {
+        } else if let Some(c) = owning_card(row, (discrete[i].0, own, host), discrete.len(), t) {
             out.push(c);
         }
     }
     out
 }
 
-/// The owning-card shape on `d` (see the module doc), when `row`'s context spans `spans`
-/// discrete devices.
+/// The owning-card shape on device `d` with its own device-local and host-class bytes (see the
+/// module doc), when `row`'s context spans `spans` discrete devices.
 fn owning_card<'a>(
     row: &'a ProcessRow,
-    d: &'a str,
+    (d, own, host): (&'a str, u64, u64),
     spans: usize,
     t: &Thresholds,
 ) -> Option<Candidate<'a>> {
-    let host = row.resident(d, MemClass::Host);
-    let own = row.resident(d, MemClass::Device);
     let matches = spans > 1
         && host >= t.peer_own_min_bytes
         && within(host, own, t)
