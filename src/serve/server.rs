@@ -8,6 +8,7 @@ use crate::knowledge::KnownIssues;
 use crate::ledger::{Filter, Ledger};
 use crate::outputs::json;
 use crate::sampler::Sampler;
+use crate::sources::kernel_log::LogCache;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -77,13 +78,16 @@ fn render(
     m: &MetricsOptions,
     filter: &Filter,
     known: &mut Option<KnownIssues>,
+    kernel: &mut LogCache,
 ) -> Result<Latest, crate::sampler::SampleError> {
     let snap = sampler.sample()?;
     if known.is_none() {
         *known = KnownIssues::of_machine(sampler.root(), &snap).ok();
     }
-    let whole = Ledger::from_snapshot(&snap);
+    let mut whole = Ledger::from_snapshot(&snap);
     let mut findings = analyze(&whole, t);
+    let log = kernel.get(sampler.root(), std::time::Instant::now());
+    crate::findings::kernel::add(log, &mut whole, &mut findings);
     if let Some(k) = known {
         k.extend(&mut findings);
     }
@@ -117,12 +121,14 @@ pub fn serve(
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
     let mut known = None;
+    let mut kernel = LogCache::default();
     let latest = Arc::new(RwLock::new(render(
         &mut sampler,
         &opts.thresholds,
         &opts.metrics,
         &opts.filter,
         &mut known,
+        &mut kernel,
     )?));
     let writer = latest.clone();
     let (interval, t, m, f) = (
@@ -133,7 +139,7 @@ pub fn serve(
     );
     std::thread::spawn(move || loop {
         std::thread::sleep(interval);
-        if let Ok(l) = render(&mut sampler, &t, &m, &f, &mut known) {
+        if let Ok(l) = render(&mut sampler, &t, &m, &f, &mut known, &mut kernel) {
             *writer.write().unwrap_or_else(|e| e.into_inner()) = l;
         }
     });

@@ -112,6 +112,31 @@ impl WholeLog {
     }
 }
 
+/// How old a [`LogCache`]'s log may be before it is read again.
+pub const REREAD: Duration = Duration::from_secs(15);
+
+/// A kernel log read again at most every [`REREAD`], for the views that sample in a loop
+/// (`top`, `serve`): the journal fallback can take seconds, a sample must not.
+#[derive(Debug, Default)]
+pub struct LogCache {
+    log: WholeLog,
+    read_at: Option<Instant>,
+}
+
+impl LogCache {
+    /// The log of `root` as of `now`, or of the last read when that is younger than [`REREAD`].
+    pub fn get(&mut self, root: &Root, now: Instant) -> &WholeLog {
+        let fresh = self
+            .read_at
+            .is_some_and(|t| now.saturating_duration_since(t) < REREAD);
+        if !fresh {
+            self.log = WholeLog::read(root);
+            self.read_at = Some(now);
+        }
+        &self.log
+    }
+}
+
 fn read_live() -> (Vec<KmsgRecord>, Option<LogOrigin>, Option<String>) {
     let kmsg_error = match Kmsg::open_at_start() {
         Ok(mut k) => {
@@ -318,6 +343,23 @@ not json
         let log = WholeLog::read(&root);
         assert_eq!(log.origin, Some(LogOrigin::Tree));
         assert!(log.records.is_empty() && log.unreadable.is_none());
+    }
+
+    #[test]
+    fn the_cache_reads_again_only_when_old() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dev")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let mut cache = LogCache::default();
+        let t0 = Instant::now();
+        assert!(cache.get(&root, t0).records.is_empty());
+        let line = "6,1,5,-;Out of memory: Killed process 7 (x) total-vm:1kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB\n";
+        std::fs::write(dir.path().join("dev/kmsg"), line).unwrap();
+        assert!(
+            cache.get(&root, t0 + REREAD / 2).records.is_empty(),
+            "cached"
+        );
+        assert_eq!(cache.get(&root, t0 + REREAD).records.len(), 1, "read again");
     }
 
     #[test]
