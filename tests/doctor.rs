@@ -296,11 +296,17 @@ fn the_verdict_holds_the_snapshots_findings_and_fail_on_applies() {
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
     let last = text.lines().last().unwrap();
-    assert_eq!(last, "Verdict: CRITICAL: 3 finding(s), 3 critical, 0 warning, 0 info");
+    assert_eq!(
+        last,
+        "Verdict: CRITICAL: 3 finding(s), 3 critical, 0 warning, 0 info"
+    );
     assert_eq!(text.matches("CRITICAL peer_mirror").count(), 2, "{text}");
     let snapshot = json_of(&["--root", seed, "--json"], 0);
     let doc = json(&doctor(seed, &["--json"], &[]));
-    assert_eq!(doc["findings"], snapshot["findings"], "the snapshot's findings");
+    assert_eq!(
+        doc["findings"], snapshot["findings"],
+        "the snapshot's findings"
+    );
     let healthy = fixture("xe-two-tile");
     let out = doctor(healthy.to_str().unwrap(), &["--fail-on", "warning"], &[]);
     assert_eq!(out.status.code(), Some(0));

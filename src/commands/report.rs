@@ -8,6 +8,7 @@ use gpuledger::ledger::Ledger;
 use gpuledger::outputs::job_set;
 use gpuledger::report::{nvidia_from_nvml, render, ReportInput, Template};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::sources::kernel_log::WholeLog;
 use gpuledger::sources::system_info;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,8 +47,10 @@ pub fn run(
         .collect();
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
-    let ledger = Ledger::from_snapshot(&snapshot);
-    let findings = analyze(&ledger, t);
+    let mut ledger = Ledger::from_snapshot(&snapshot);
+    let mut findings = analyze(&ledger, t);
+    let kernel_log = WholeLog::read(sampler.root());
+    gpuledger::findings::kernel::add(&kernel_log, &mut ledger, &mut findings);
     let pythons: Vec<u32> = ledger
         .processes
         .iter()
@@ -77,6 +80,7 @@ pub fn run(
         related: &related,
         nodes: &nodes,
         node_names: &node_names,
+        kernel_log: &kernel_log,
     });
     match output {
         None => super::print(&text)?,

@@ -50,6 +50,8 @@ pub struct ReportInput<'a> {
     pub nodes: &'a [String],
     /// The node names of those runs, hidden by `--redact` like the hostname.
     pub node_names: &'a [String],
+    /// The kernel log of the machine or `--root` (its findings are in `findings`).
+    pub kernel_log: &'a crate::sources::kernel_log::WholeLog,
 }
 
 /// Renders the report.

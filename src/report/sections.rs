@@ -355,6 +355,53 @@ fn expected(input: &ReportInput) -> &'static str {
     }
 }
 
+/// Kernel records quoted under "System logs" at most.
+const QUOTED_KERNEL: usize = 50;
+
+/// "System logs": the recordings' kernel lines, else the evidence of the kernel log read now
+/// (whose findings are listed above), else why it could not be read.
+fn system_logs(input: &ReportInput) -> String {
+    let lines: Vec<&(usize, String, String)> = input
+        .recordings
+        .iter()
+        .flat_map(|(_, r)| r.kernel.iter())
+        .collect();
+    let mut body = String::new();
+    let mut out = if !lines.is_empty() {
+        for (_, kind, msg) in lines.iter().take(QUOTED_KERNEL) {
+            let _ = writeln!(body, "[{}] {}", visible(kind, false), visible(msg, false));
+        }
+        String::from("Kernel lines during the recordings (page-allocation failures, OOM killer, GPU drivers):\n\n")
+    } else {
+        let log = input.kernel_log;
+        match (log.origin, &log.unreadable) {
+            (_, Some(why)) => return format!("Kernel log not read: {}.\n", text(why)),
+            (None, None) => return "Kernel log not read.\n".into(),
+            (Some(_), None) if log.records.is_empty() => {
+                return "No page-allocation failure, OOM kill or GPU driver line in the kernel log.\n".into()
+            }
+            (Some(origin), None) => {
+                for r in log.records.iter().take(QUOTED_KERNEL) {
+                    let _ = writeln!(
+                        body,
+                        "[{:>12.6}] {}",
+                        r.usec as f64 / 1e6,
+                        visible(&r.message, false)
+                    );
+                }
+                format!(
+                    "From the {} (page-allocation failures, OOM killer, GPU drivers; the findings above come from these lines), the first {} of {}:\n\n",
+                    origin.as_str(),
+                    log.records.len().min(QUOTED_KERNEL),
+                    log.records.len()
+                )
+            }
+        }
+    };
+    out.push_str(&fenced(&body));
+    out
+}
+
 /// All sections in template order.
 pub fn render(input: &ReportInput) -> String {
     let l = input.ledger;
@@ -448,21 +495,7 @@ pub fn render(input: &ReportInput) -> String {
             out.push_str("not found (record a known-good and a bad run and pass both to `gpuledger report A B`)\n");
         }
         out.push_str("\n## System logs\n\n");
-        let lines: Vec<&(usize, String, String)> = input
-            .recordings
-            .iter()
-            .flat_map(|(_, r)| r.kernel.iter())
-            .collect();
-        if lines.is_empty() {
-            out.push_str("No matching kernel lines in the recordings (page-allocation failures, OOM killer, GPU drivers); without a recording: not collected.\n");
-        } else {
-            out.push_str("Kernel lines during the recordings (page-allocation failures, OOM killer, GPU drivers):\n\n");
-            let mut body = String::new();
-            for (_, kind, msg) in lines.iter().take(50) {
-                let _ = writeln!(body, "[{}] {}", visible(kind, false), visible(msg, false));
-            }
-            out.push_str(&fenced(&body));
-        }
+        out.push_str(&system_logs(input));
     }
     let classes: Vec<&str> = l
         .processes
