@@ -56,12 +56,26 @@ pub struct ReportInput<'a> {
 
 /// Renders the report.
 pub fn render(input: &ReportInput) -> String {
-    let out = sections::render(input);
-    if input.redact {
-        redact::redact(&out, input.system.hostname.as_deref(), input.node_names)
-    } else {
-        out
+    if !input.redact {
+        return sections::render(input);
     }
+    // The machine's name, each recording's (its host and its job's node label) and the nodes'.
+    let recorded = input.recordings.iter().flat_map(|(_, r)| {
+        ["hostname", "label.node"]
+            .into_iter()
+            .filter_map(|k| r.meta.get(k).map(String::as_str))
+    });
+    let hosts = redact::host_list(
+        input
+            .system
+            .hostname
+            .as_deref()
+            .into_iter()
+            .chain(recorded)
+            .chain(input.node_names.iter().map(String::as_str)),
+    );
+    let out = redact::with_hosts(&hosts, || sections::render(input));
+    redact::redact(&out, &hosts)
 }
 
 /// Fills the NVIDIA driver version from NVML's answers (live, or saved in a capture) where
