@@ -185,18 +185,18 @@ fn redaction_replaces_whole_tokens_only() {
     let r = root.to_str().unwrap();
     let out = stdout_of(&["--root", r, "report", "--redact"], 0);
     for kept in [
-        "BOOT\\_IMAGE=/vmlinuz-6.18 root=/dev/vda1 kvm\\_amd.nested\\_pvm=1 nfsroot=<host>:/srv/a",
+        "BOOT\\_IMAGE=/vmlinuz-6.18 root=/dev/vda1 kvm\\_amd.nested\\_pvm=1 nfsroot=&lt;host&gt;:/srv/a",
         "CCL_ROOT=/home/<user>/oneapi/ccl",
         "NCCL_COMM_ID=<host>:29500",
         "NCCL_SOCKET_IFNAME=vmnet0",
-        "Linux version 6.18.0 (<user>@<host>) #1 SMP",
+        "Linux version 6.18.0 `(<user>@<host>)` `#1` SMP",
         "Start the job.",
     ] {
         assert!(out.contains(kept), "missing {kept:?}:\n{out}");
     }
     assert!(!out.contains("p<host>") && !out.contains("a@vm") && !out.contains("/home/a/"));
     let plain = stdout_of(&["--root", r, "report"], 0);
-    assert!(plain.contains("NCCL_COMM_ID=vm:29500") && plain.contains("(a@vm)"));
+    assert!(plain.contains("NCCL_COMM_ID=vm:29500") && plain.contains("`(a@vm)`"));
 }
 
 fn record(args: &[&str]) {
@@ -332,4 +332,59 @@ fn usage_rows_name_the_interface_they_came_from() {
         .map(|u| u["source"].as_str().unwrap())
         .collect();
     assert_eq!(sources, ["nvml", "smaps"]);
+}
+
+/// Issue 23 items 8 and 17: a recording made on `gpu_node_17`, reported elsewhere with
+/// `--redact`, keeps the name nowhere (heading, error lines, reproduce steps), not even in its
+/// Markdown-escaped form; the job's `@user`, `#1` and URLs stay inert.
+#[test]
+fn redaction_hides_the_recorded_host_and_job_text_links_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("gpu_node_17.ledger");
+    let rec = rec.to_str().unwrap();
+    let script = "echo 'RuntimeError: CUDA error on gpu_node_17, ask @torvalds, see #1 and https://x.org/a'; exit 1";
+    let out = run(&[
+        "record",
+        "-o",
+        rec,
+        "--interval",
+        "50ms",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(!out.status.success(), "the job fails on purpose");
+    let db = rusqlite::Connection::open(rec).unwrap();
+    db.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('hostname', 'gpu_node_17')",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let root = fixture("amdgpu");
+    let r = root.to_str().unwrap();
+    let plain = stdout_of(&["--root", r, "report", rec], 0);
+    assert!(
+        plain.contains("gpu_node_17") && plain.contains("@torvalds"),
+        "{plain}"
+    );
+    let redacted = stdout_of(&["--root", r, "report", "--redact", rec], 0);
+    for leak in ["gpu_node_17", "gpu\\_node\\_17", "node_17"] {
+        assert!(!redacted.contains(leak), "{leak} in:\n{redacted}");
+    }
+    assert!(redacted.contains("<host>"));
+    for line in outside_fences(&plain) {
+        for word in ["@torvalds", "#1", "https://x.org/a"] {
+            let mut rest = line;
+            while let Some(i) = rest.find(word) {
+                let before = &rest[..i];
+                assert!(
+                    before.matches('`').count() % 2 == 1,
+                    "{word} outside a code span: {line}"
+                );
+                rest = &rest[i + word.len()..];
+            }
+        }
+    }
 }
