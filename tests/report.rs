@@ -388,3 +388,50 @@ fn redaction_hides_the_recorded_host_and_job_text_links_nothing() {
         }
     }
 }
+
+/// Issue 24: `report a.ledger` without `--root` described the machine it ran on ("no GPU
+/// device") and its reproduce step read `record … -- --all`. It describes the recorded machine
+/// and warns that the one it is written on differs.
+#[test]
+fn report_from_a_recording_describes_the_recorded_machine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("seed.ledger");
+    let seed = fixture("seed-2622");
+    let mut child = bin()
+        .args(["--root", seed.to_str().unwrap(), "record", "--all"])
+        .args(["--interval", "50ms", "-o"])
+        .arg(&rec)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = stdout_of(&["report", rec.to_str().unwrap()], 0);
+    assert!(
+        out.contains("This report describes the machine the recording"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Warning: the machine it was written on differs"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| 0000:03:00.0 | 0x8086:0xe223 | Intel Arc Pro B70 (Battlemage G31) | xe |")
+    );
+    assert!(!out.contains("no GPU device"));
+    assert!(
+        out.contains("| kernel | Linux version 7.1.3-cachyos"),
+        "the recorded kernel"
+    );
+    assert!(out.contains("`peer_mirror`"), "the recording's findings");
+    let step = out
+        .lines()
+        .find(|l| l.starts_with("1. `gpuledger --root"))
+        .unwrap_or_else(|| panic!("no record step:\n{out}"));
+    assert!(
+        step.ends_with(" record -o seed.ledger --all`") || step.contains("seed.ledger --all`"),
+        "{step}"
+    );
+    assert!(!out.contains("-- --all"));
+}

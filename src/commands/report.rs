@@ -6,7 +6,7 @@ use gpuledger::findings::{analyze, Thresholds};
 use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::job_set;
-use gpuledger::report::{nvidia_from_nvml, render, ReportInput, Template};
+use gpuledger::report::{nvidia_from_nvml, recorded, render, ReportInput, Template};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::sources::kernel_log::WholeLog;
 use gpuledger::sources::system_info;
@@ -49,7 +49,7 @@ pub fn run(
     let snapshot = sampler.sample()?;
     let mut ledger = Ledger::from_snapshot(&snapshot);
     let mut findings = analyze(&ledger, t);
-    let kernel_log = WholeLog::read(sampler.root());
+    let mut kernel_log = WholeLog::read(sampler.root());
     gpuledger::findings::kernel::add(&kernel_log, &mut ledger, &mut findings);
     let pythons: Vec<u32> = ledger
         .processes
@@ -60,6 +60,26 @@ pub fn run(
     let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
     let mut system = system_info::gather(sampler.root(), &pythons, &slots);
     nvidia_from_nvml(&mut system, &snapshot);
+    // Recordings and no --root: the report describes the recorded machine, and says how the
+    // one it is written on differs.
+    let mut machine_note = None;
+    if let (None, Some((name, rec))) = (&ctx.root, recordings.first()) {
+        let there = recorded::system(rec);
+        let differs = recorded::differences(rec, &there, &system, &ledger);
+        machine_note = Some(recorded::note(name, &there, &differs));
+        system = there;
+        ledger = recorded::ledger(rec);
+        findings = recordings
+            .iter()
+            .flat_map(|(_, r)| r.findings.iter().map(|f| f.at_peak()))
+            .collect();
+        gpuledger::findings::rank(&mut findings);
+        // This machine's log is not the recorded one's; the recordings' kernel lines are.
+        kernel_log = WholeLog {
+            unreadable: Some("the recorded machine's log is only what the recordings kept, and they kept no kernel line".into()),
+            ..WholeLog::default()
+        };
+    }
     let mut seen = findings.clone();
     for (_, rec) in &recordings {
         seen.extend(rec.findings.iter().map(|f| f.at_peak()));
@@ -81,6 +101,7 @@ pub fn run(
         nodes: &nodes,
         node_names: &node_names,
         kernel_log: &kernel_log,
+        machine_note,
     });
     match output {
         None => super::print(&text)?,

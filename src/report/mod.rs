@@ -6,6 +6,7 @@
 
 mod escape;
 mod evidence;
+pub mod recorded;
 mod redact;
 mod related;
 mod sections;
@@ -52,6 +53,9 @@ pub struct ReportInput<'a> {
     pub node_names: &'a [String],
     /// The kernel log of the machine or `--root` (its findings are in `findings`).
     pub kernel_log: &'a crate::sources::kernel_log::WholeLog,
+    /// Which machine the report describes when that is a recording's, not the one it is
+    /// written on ([`recorded::note`]), shown under the heading.
+    pub machine_note: Option<String>,
 }
 
 /// Renders the report.
