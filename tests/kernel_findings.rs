@@ -58,7 +58,10 @@ fn a_dead_job_is_not_a_silent_snapshot() {
             m.contains("order-0") && m.contains("GFP_HIGHUSER|__GFP_ZERO"),
             "{m}"
         );
-        assert!(m.contains("at 3606.0 s after boot"), "{m}");
+        assert!(
+            m.contains("at 3606.0 s after boot (20"),
+            "with its wall-clock time: {m}"
+        );
     }
     let table = stdout_of(&["--root", &tree], 0);
     assert!(!table.contains("Findings\n  none"), "{table}");
@@ -68,6 +71,26 @@ fn a_dead_job_is_not_a_silent_snapshot() {
     // doctor's verdict too.
     let doctor = stdout_of(&["doctor", "--root", &tree, "--fail-on", "warning"], 3);
     assert!(doctor.contains("Verdict: CRITICAL"), "{doctor}");
+    // report: the findings, and the log under System logs instead of "not collected".
+    let report = stdout_of(&["--root", &tree, "report"], 0);
+    assert!(!report.contains("not collected"), "{report}");
+    assert!(report.contains("`kernel_page_alloc_failure`"));
+    assert!(report.contains("From the kernel log (dev/kmsg of the tree)"));
+    // serve: the same findings in /snapshot.json and /metrics.
+    let server = serve_root(Path::new(&tree), &[]);
+    let body = ureq::get(&format!("{}/snapshot.json", server.base))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let served: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(of_kind(&served, "kernel_page_alloc_failure").len(), 8);
+    let metrics = ureq::get(&format!("{}/metrics", server.base))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert!(metrics.contains("kernel_page_alloc_failure"), "{metrics}");
 }
 
 #[test]
