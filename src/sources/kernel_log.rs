@@ -288,6 +288,23 @@ pub fn journal_records(text: &str) -> Vec<KmsgRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any journal output parses without panicking, into at most one record per line, each
+        /// with the message it carried.
+        #[test]
+        fn journal_parsing_is_total(lines in proptest::collection::vec("\\PC{0,80}", 0..10), msg in "\\PC{0,40}", usec: u64) {
+            let mut text = lines.join("\n");
+            let record = serde_json::json!({"MESSAGE": msg, "_SOURCE_MONOTONIC_TIMESTAMP": usec.to_string()});
+            text.push('\n');
+            text.push_str(&record.to_string());
+            let records = journal_records(&text);
+            prop_assert!(records.len() <= text.lines().count());
+            let last = records.last().unwrap();
+            prop_assert_eq!((&last.message, last.usec), (&msg, usec));
+        }
+    }
 
     fn rec(seq: u64, message: &str) -> KmsgRecord {
         KmsgRecord {
