@@ -334,6 +334,9 @@ fn render_text(r: &Report) -> String {
 /// notes that limit it (an unreadable kernel log).
 fn render_verdict(found: &[Finding], notes: &[String]) -> String {
     let mut out = String::from("\nFindings now (as `gpuledger` shows them for this root):\n");
+    if found.is_empty() {
+        out.push_str("  none\n");
+    }
     for f in found {
         out.push_str(&format!(
             "  {} {}: {}\n",
