@@ -355,6 +355,30 @@ fn expected(input: &ReportInput) -> &'static str {
     }
 }
 
+/// The host counters and per-fd accounting of the snapshot; for a recorded machine, where to find
+/// them instead (the recording keeps them over time, not as one snapshot).
+fn observed_now(input: &ReportInput) -> String {
+    if input.machine_note.is_some() {
+        return "The recording keeps the host counters and each rank's memory over time: see \"Over time\" below.\n".into();
+    }
+    let l = input.ledger;
+    let h = &l.host;
+    let mut out = format!(
+        "Host: MemTotal {}, MemAvailable {}, GPUActive {}, unaccounted {}.\n\n",
+        human_opt(h.mem_total),
+        human_opt(h.mem_available),
+        human_opt(h.gpu_active),
+        human_opt(h.unaccounted)
+    );
+    out.push_str("Per-fd accounting (each DRM client once, by drm-client-id):\n\n");
+    if l.processes.iter().all(|p| p.usage.is_empty()) {
+        out.push_str("No process holds GPU memory in this snapshot.\n");
+    } else {
+        out.push_str(&per_fd(l));
+    }
+    out
+}
+
 /// Kernel records quoted under "System logs" at most.
 const QUOTED_KERNEL: usize = 50;
 
@@ -461,17 +485,7 @@ pub fn render(input: &ReportInput) -> String {
     out.push_str("## Job environment (allow-listed)\n\n");
     out.push_str(&job_env(l));
     out.push_str("\n## Observed behaviour\n\n");
-    let h = &l.host;
-    let _ = writeln!(
-        out,
-        "Host: MemTotal {}, MemAvailable {}, GPUActive {}, unaccounted {}.\n",
-        human_opt(h.mem_total),
-        human_opt(h.mem_available),
-        human_opt(h.gpu_active),
-        human_opt(h.unaccounted)
-    );
-    out.push_str("Per-fd accounting (each DRM client once, by drm-client-id):\n\n");
-    out.push_str(&per_fd(l));
+    out.push_str(&observed_now(input));
     out.push_str("\nFindings:\n\n");
     out.push_str(&findings(input));
     if !input.recordings.is_empty() {
