@@ -5,7 +5,7 @@
 use crate::layout;
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
-use crate::sources::{meminfo, proc_pid};
+use crate::sources::{kernel_log, meminfo, proc_pid};
 use crate::tree_writer::{ProcEntry, TreeWriter};
 use serde::Serialize;
 use std::io;
@@ -215,17 +215,20 @@ pub fn capture(
     Ok(summary)
 }
 
-/// A captured or simulated root's kernel log and job end travel with it, so a capture of a tree
-/// where a job died still shows how. (The live machine's log is not captured: it may hold more
-/// than GPU facts.) An unreadable log or job end is left out, as a vanished process is.
+/// The kernel log's evidence (the records that findings rest on, [`kernel_log::evidence`]: not
+/// the rest of the log, which may hold more than GPU facts), the boot time that dates it, and a
+/// captured or simulated root's job end travel with the capture, so a capture taken after a job
+/// died still shows how. An unreadable log or job end is left out, as a vanished process is.
 fn carry_end_evidence(root: &Root, w: &TreeWriter) -> io::Result<()> {
+    let log = kernel_log::WholeLog::read(root);
+    if !log.records.is_empty() {
+        w.kmsg(&log.records)?;
+    }
+    if let Some(boot) = log.boot_s {
+        w.file(layout::PROC_STAT, format!("btime {boot}\n"))?;
+    }
     if root.is_live() {
         return Ok(());
-    }
-    if let Ok(records) = crate::sources::kmsg::CapturedKmsg::new().read_new(root) {
-        if !records.is_empty() {
-            w.kmsg(&records)?;
-        }
     }
     if let Ok(Some(end)) = crate::sources::sim_job::read_job_end(root) {
         w.job_end(Some(&end))?;

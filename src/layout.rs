@@ -10,6 +10,8 @@ pub const MEMINFO: &str = "proc/meminfo";
 pub const VMSTAT: &str = "proc/vmstat";
 /// `/proc/version`.
 pub const VERSION: &str = "proc/version";
+/// `/proc/stat`; a capture keeps only its `btime` line (the boot's wall-clock time).
+pub const PROC_STAT: &str = "proc/stat";
 /// `/etc/os-release`, for `report`.
 pub const OS_RELEASE: &str = "etc/os-release";
 /// The kernel log as a regular file of `/dev/kmsg` records (`prio,seq,usec,flags;message`, one

@@ -285,3 +285,30 @@ fn root_ports_from_sysfs_links() {
     let text = String::from_utf8(doctor(&tree, &[], &[]).stdout).unwrap();
     assert!(text.contains("0000:00:1c.0"), "{text}");
 }
+
+/// Issue 24: doctor on a tree whose snapshot has three CRITICAL findings said "none applies" and
+/// exited 0 under `--fail-on warning`. Its verdict now holds the snapshot's findings.
+#[test]
+fn the_verdict_holds_the_snapshots_findings_and_fail_on_applies() {
+    let seed = fixture("seed-2622");
+    let seed = seed.to_str().unwrap();
+    let out = doctor(seed, &["--fail-on", "warning"], &[]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap();
+    assert_eq!(
+        last,
+        "Verdict: CRITICAL: 3 finding(s), 3 critical, 0 warning, 0 info"
+    );
+    assert_eq!(text.matches("CRITICAL peer_mirror").count(), 2, "{text}");
+    let snapshot = json_of(&["--root", seed, "--json"], 0);
+    let doc = json(&doctor(seed, &["--json"], &[]));
+    assert_eq!(
+        doc["findings"], snapshot["findings"],
+        "the snapshot's findings"
+    );
+    let healthy = fixture("xe-two-tile");
+    let out = doctor(healthy.to_str().unwrap(), &["--fail-on", "warning"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("Verdict: OK, no findings\n"));
+}

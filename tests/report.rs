@@ -185,18 +185,18 @@ fn redaction_replaces_whole_tokens_only() {
     let r = root.to_str().unwrap();
     let out = stdout_of(&["--root", r, "report", "--redact"], 0);
     for kept in [
-        "BOOT\\_IMAGE=/vmlinuz-6.18 root=/dev/vda1 kvm\\_amd.nested\\_pvm=1 nfsroot=<host>:/srv/a",
+        "BOOT\\_IMAGE=/vmlinuz-6.18 root=/dev/vda1 kvm\\_amd.nested\\_pvm=1 nfsroot=&lt;host&gt;:/srv/a",
         "CCL_ROOT=/home/<user>/oneapi/ccl",
         "NCCL_COMM_ID=<host>:29500",
         "NCCL_SOCKET_IFNAME=vmnet0",
-        "Linux version 6.18.0 (<user>@<host>) #1 SMP",
+        "Linux version 6.18.0 `(<user>@<host>)` `#1` SMP",
         "Start the job.",
     ] {
         assert!(out.contains(kept), "missing {kept:?}:\n{out}");
     }
     assert!(!out.contains("p<host>") && !out.contains("a@vm") && !out.contains("/home/a/"));
     let plain = stdout_of(&["--root", r, "report"], 0);
-    assert!(plain.contains("NCCL_COMM_ID=vm:29500") && plain.contains("(a@vm)"));
+    assert!(plain.contains("NCCL_COMM_ID=vm:29500") && plain.contains("`(a@vm)`"));
 }
 
 fn record(args: &[&str]) {
@@ -332,4 +332,106 @@ fn usage_rows_name_the_interface_they_came_from() {
         .map(|u| u["source"].as_str().unwrap())
         .collect();
     assert_eq!(sources, ["nvml", "smaps"]);
+}
+
+/// Issue 23 items 8 and 17: a recording made on `gpu_node_17`, reported elsewhere with
+/// `--redact`, keeps the name nowhere (heading, error lines, reproduce steps), not even in its
+/// Markdown-escaped form; the job's `@user`, `#1` and URLs stay inert.
+#[test]
+fn redaction_hides_the_recorded_host_and_job_text_links_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("gpu_node_17.ledger");
+    let rec = rec.to_str().unwrap();
+    let script = "echo 'RuntimeError: CUDA error on gpu_node_17, ask @torvalds, see #1 and https://x.org/a'; exit 1";
+    let out = run(&[
+        "record",
+        "-o",
+        rec,
+        "--interval",
+        "50ms",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(!out.status.success(), "the job fails on purpose");
+    let db = rusqlite::Connection::open(rec).unwrap();
+    db.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('hostname', 'gpu_node_17')",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let root = fixture("amdgpu");
+    let r = root.to_str().unwrap();
+    let plain = stdout_of(&["--root", r, "report", rec], 0);
+    assert!(
+        plain.contains("gpu_node_17") && plain.contains("@torvalds"),
+        "{plain}"
+    );
+    let redacted = stdout_of(&["--root", r, "report", "--redact", rec], 0);
+    for leak in ["gpu_node_17", "gpu\\_node\\_17", "node_17"] {
+        assert!(!redacted.contains(leak), "{leak} in:\n{redacted}");
+    }
+    assert!(redacted.contains("<host>"));
+    for line in outside_fences(&plain) {
+        for word in ["@torvalds", "#1", "https://x.org/a"] {
+            let mut rest = line;
+            while let Some(i) = rest.find(word) {
+                let before = &rest[..i];
+                assert!(
+                    before.matches('`').count() % 2 == 1,
+                    "{word} outside a code span: {line}"
+                );
+                rest = &rest[i + word.len()..];
+            }
+        }
+    }
+}
+
+/// Issue 24: `report a.ledger` without `--root` described the machine it ran on ("no GPU
+/// device") and its reproduce step read `record … -- --all`. It describes the recorded machine
+/// and warns that the one it is written on differs.
+#[test]
+fn report_from_a_recording_describes_the_recorded_machine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("seed.ledger");
+    let seed = fixture("seed-2622");
+    let mut child = bin()
+        .args(["--root", seed.to_str().unwrap(), "record", "--all"])
+        .args(["--interval", "50ms", "-o"])
+        .arg(&rec)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = stdout_of(&["report", rec.to_str().unwrap()], 0);
+    assert!(
+        out.contains("This report describes the machine the recording"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Warning: the machine it was written on differs"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| 0000:03:00.0 | 0x8086:0xe223 | Intel Arc Pro B70 (Battlemage G31) | xe |")
+    );
+    assert!(!out.contains("no GPU device"));
+    assert!(
+        out.contains("| kernel | Linux version 7.1.3-cachyos"),
+        "the recorded kernel"
+    );
+    assert!(out.contains("`peer_mirror`"), "the recording's findings");
+    let step = out
+        .lines()
+        .find(|l| l.starts_with("1. `gpuledger --root"))
+        .unwrap_or_else(|| panic!("no record step:\n{out}"));
+    assert!(
+        step.ends_with(" record -o seed.ledger --all`") || step.contains("seed.ledger --all`"),
+        "{step}"
+    );
+    assert!(!out.contains("-- --all"));
 }

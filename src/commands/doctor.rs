@@ -5,12 +5,13 @@
 
 use crate::cli::{DoctorArgs, FailOn};
 use anyhow::{Context, Result};
-use gpuledger::findings::{self, Severity, Thresholds};
+use gpuledger::findings::{self, Finding, Severity, Thresholds};
 use gpuledger::knowledge::{self, Assessment, Base, Facts, VersionFact};
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::safe_text::safe;
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::sources::kernel_log::WholeLog;
 use gpuledger::sources::{proc_pid, system_info};
 use gpuledger::timeline::project::{peers_per_rank, project, Peers};
 use gpuledger::units::human_bytes;
@@ -35,6 +36,11 @@ struct Report {
     host: Option<HostOutlook>,
     /// gpuledger's own blind spots on this machine's GPUs (never findings).
     limitations: Vec<knowledge::Limitation>,
+    /// What the snapshot of this root shows (its findings and the known issues that apply),
+    /// most severe first: the verdict, and what `--fail-on` applies to.
+    findings: Vec<Finding>,
+    /// A scan note, such as an unreadable kernel log.
+    notes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -76,9 +82,10 @@ pub fn run(ctx: &super::Ctx, args: &DoctorArgs, t: &Thresholds) -> Result<ExitCo
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let snap = sampler.sample()?;
     let root = sampler.root();
-    let ledger = Ledger::from_snapshot(&snap);
-    let found = findings::analyze(&ledger, t);
-    let (mut facts, places) = Facts::of_machine(&base, root, &snap, &sys, found);
+    let mut ledger = Ledger::from_snapshot(&snap);
+    let mut found = findings::analyze(&ledger, t);
+    findings::kernel::add(&WholeLog::read(root), &mut ledger, &mut found);
+    let (mut facts, places) = Facts::of_machine(&base, root, &snap, &sys, found.clone());
     let name_of = |slot: &str| {
         let drm = snap
             .devices
@@ -117,6 +124,15 @@ pub fn run(ctx: &super::Ctx, args: &DoctorArgs, t: &Thresholds) -> Result<ExitCo
     });
     let known_issues = knowledge::assess(&base, &facts);
     let host = outlook(&ledger, &facts, &args.command, args.vram_per_rank)?;
+    found.extend(known_issues.matches.iter().map(knowledge::finding));
+    findings::rank(&mut found);
+    let notes = ledger
+        .stats
+        .issues
+        .iter()
+        .filter(|i| i.path == "/dev/kmsg")
+        .map(|i| i.detail.clone())
+        .collect();
     let report = Report {
         schema: "gpuledger.doctor/1",
         root: root.label().to_string(),
@@ -129,22 +145,25 @@ pub fn run(ctx: &super::Ctx, args: &DoctorArgs, t: &Thresholds) -> Result<ExitCo
         known_issues,
         host,
         limitations: knowledge::limitations(&facts),
+        findings: found,
+        notes,
     };
     if args.json {
         super::print(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
         super::print(&render_text(&report))?;
     }
-    Ok(exit_code(&report.known_issues, args.fail_on))
+    Ok(exit_code(&report.findings, args.fail_on))
 }
 
-fn exit_code(a: &Assessment, fail_on: Option<FailOn>) -> ExitCode {
+/// `--fail-on` over the verdict's findings: the snapshot's and the known issues that apply.
+fn exit_code(found: &[Finding], fail_on: Option<FailOn>) -> ExitCode {
     let limit = match fail_on {
         None => return ExitCode::SUCCESS,
         Some(FailOn::Warning) => Severity::Warning,
         Some(FailOn::Critical) => Severity::Critical,
     };
-    if a.matches.iter().any(|m| m.severity >= limit) {
+    if findings::worst(found).is_some_and(|w| w >= limit) {
         ExitCode::from(EXIT_KNOWN_ISSUE)
     } else {
         ExitCode::SUCCESS
@@ -316,6 +335,41 @@ fn render_text(r: &Report) -> String {
             out.push_str(&format!("  {}: {}\n", l.id, l.text));
         }
     }
+    out.push_str(&render_verdict(&r.findings, &r.notes));
+    out
+}
+
+/// The closing verdict: the snapshot's findings of this root by severity, each named, and the
+/// notes that limit it (an unreadable kernel log).
+fn render_verdict(found: &[Finding], notes: &[String]) -> String {
+    let mut out = String::from("\nFindings now (as `gpuledger` shows them for this root):\n");
+    if found.is_empty() {
+        out.push_str("  none\n");
+    }
+    for f in found {
+        out.push_str(&format!(
+            "  {} {}: {}\n",
+            f.severity.as_str().to_uppercase(),
+            f.kind.as_str(),
+            safe(&f.message)
+        ));
+    }
+    for n in notes {
+        out.push_str(&format!("  note: {}\n", safe(n)));
+    }
+    let count = |s: Severity| found.iter().filter(|f| f.severity == s).count();
+    let verdict = match findings::worst(found) {
+        None => "Verdict: OK, no findings".to_string(),
+        Some(w) => format!(
+            "Verdict: {}: {} finding(s), {} critical, {} warning, {} info",
+            w.as_str().to_uppercase(),
+            found.len(),
+            count(Severity::Critical),
+            count(Severity::Warning),
+            count(Severity::Info)
+        ),
+    };
+    out.push_str(&format!("\n{verdict}\n"));
     out
 }
 

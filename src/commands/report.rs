@@ -2,13 +2,16 @@
 
 use crate::cli::TemplateArg;
 use anyhow::{Context, Result};
-use gpuledger::findings::{analyze, Thresholds};
+use gpuledger::findings::{analyze, Finding, Thresholds};
 use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::job_set;
-use gpuledger::report::{nvidia_from_nvml, render, ReportInput, Template};
+use gpuledger::recording::Recording;
+use gpuledger::report::{nvidia_from_nvml, recorded, render, ReportInput, Template};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
-use gpuledger::sources::system_info;
+use gpuledger::snapshot::Snapshot;
+use gpuledger::sources::kernel_log::WholeLog;
+use gpuledger::sources::system_info::{self, SystemInfo};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -46,17 +49,19 @@ pub fn run(
         .collect();
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
-    let ledger = Ledger::from_snapshot(&snapshot);
-    let findings = analyze(&ledger, t);
-    let pythons: Vec<u32> = ledger
-        .processes
-        .iter()
-        .filter(|p| p.comm.starts_with("python"))
-        .map(|p| p.pid)
-        .collect();
-    let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
-    let mut system = system_info::gather(sampler.root(), &pythons, &slots);
-    nvidia_from_nvml(&mut system, &snapshot);
+    let mut machine = this_machine(&sampler, &snapshot, t);
+    // Recordings and no --root: the report describes the recorded machine, and says how the
+    // one it is written on differs.
+    if let (None, Some((name, rec))) = (&ctx.root, recordings.first()) {
+        machine = recorded_machine(name, rec, &recordings, &machine);
+    }
+    let Machine {
+        ledger,
+        findings,
+        system,
+        kernel_log,
+        note: machine_note,
+    } = machine;
     let mut seen = findings.clone();
     for (_, rec) in &recordings {
         seen.extend(rec.findings.iter().map(|f| f.at_peak()));
@@ -77,6 +82,8 @@ pub fn run(
         related: &related,
         nodes: &nodes,
         node_names: &node_names,
+        kernel_log: &kernel_log,
+        machine_note,
     });
     match output {
         None => super::print(&text)?,
@@ -91,4 +98,69 @@ pub fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a report describes: a machine's devices and processes, findings, facts and kernel log.
+struct Machine {
+    ledger: Ledger,
+    findings: Vec<Finding>,
+    system: SystemInfo,
+    kernel_log: WholeLog,
+    /// Which machine this is, when it is not the one the report is written on.
+    note: Option<String>,
+}
+
+/// The machine (or `--root`) being sampled.
+fn this_machine(sampler: &Sampler, snapshot: &Snapshot, t: &Thresholds) -> Machine {
+    let mut ledger = Ledger::from_snapshot(snapshot);
+    let mut findings = analyze(&ledger, t);
+    let kernel_log = WholeLog::read(sampler.root());
+    gpuledger::findings::kernel::add(&kernel_log, &mut ledger, &mut findings);
+    let pythons: Vec<u32> = ledger
+        .processes
+        .iter()
+        .filter(|p| p.comm.starts_with("python"))
+        .map(|p| p.pid)
+        .collect();
+    let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
+    let mut system = system_info::gather(sampler.root(), &pythons, &slots);
+    nvidia_from_nvml(&mut system, snapshot);
+    Machine {
+        ledger,
+        findings,
+        system,
+        kernel_log,
+        note: None,
+    }
+}
+
+/// The machine recording `rec` (named `name`) was made on, as the recording kept it, with the
+/// findings of all `recordings` at their peaks and how `here` differs from it.
+fn recorded_machine(
+    name: &str,
+    rec: &Recording,
+    recordings: &[(String, Recording)],
+    here: &Machine,
+) -> Machine {
+    let system = recorded::system(rec);
+    let differs = recorded::differences(rec, &system, &here.system, &here.ledger);
+    let mut findings: Vec<Finding> = recordings
+        .iter()
+        .flat_map(|(_, r)| r.findings.iter().map(|f| f.at_peak()))
+        .collect();
+    gpuledger::findings::rank(&mut findings);
+    Machine {
+        note: Some(recorded::note(name, &system, &differs)),
+        ledger: recorded::ledger(rec),
+        findings,
+        system,
+        // This machine's log is not the recorded one's; the recordings' kernel lines are.
+        kernel_log: WholeLog {
+            unreadable: Some(
+                "the recorded machine's log is only what the recordings kept, and they kept no kernel line"
+                    .into(),
+            ),
+            ..WholeLog::default()
+        },
+    }
 }

@@ -9,6 +9,7 @@ use gpuledger::ledger::{Filter, Ledger};
 use gpuledger::outputs::json::rfc3339;
 use gpuledger::outputs::{csv, json, table};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
+use gpuledger::sources::kernel_log::WholeLog;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,9 +43,11 @@ pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
     loop {
         let started = Instant::now();
         let snap = sampler.sample()?;
-        let whole = Ledger::from_snapshot(&snap);
+        let mut whole = Ledger::from_snapshot(&snap);
         // Findings first, on the whole machine; the filter only chooses what is shown.
         let mut found = findings::analyze(&whole, &ctx.thresholds);
+        let log = WholeLog::read(sampler.root());
+        findings::kernel::add(&log, &mut whole, &mut found);
         let known = match &known {
             Some(k) => k,
             None => known.insert(

@@ -3,6 +3,7 @@
 
 mod evicted;
 mod host;
+pub mod kernel;
 mod peer_mirror;
 mod thresholds;
 
@@ -73,17 +74,26 @@ pub enum Kind {
     OverReported,
     /// The machine matches an entry of the known-issues base (`known-issues/`).
     KnownIssue,
+    /// The kernel log shows a page-allocation failure (`kernel::find`).
+    KernelPageAllocFailure,
+    /// The kernel log shows an OOM kill.
+    KernelOomKill,
+    /// The kernel log shows a GPU driver error, reset or fault (NVIDIA Xid included).
+    KernelGpuError,
 }
 
 impl Kind {
     /// All kinds, for `--explain` and docs.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 9] = [
         Kind::PeerMirror,
         Kind::DriverHeldHost,
         Kind::HostPressure,
         Kind::EvictedToHost,
         Kind::OverReported,
         Kind::KnownIssue,
+        Kind::KernelPageAllocFailure,
+        Kind::KernelOomKill,
+        Kind::KernelGpuError,
     ];
 
     /// snake_case name.
@@ -95,6 +105,9 @@ impl Kind {
             Kind::EvictedToHost => "evicted_to_host",
             Kind::OverReported => "over_reported",
             Kind::KnownIssue => "known_issue",
+            Kind::KernelPageAllocFailure => "kernel_page_alloc_failure",
+            Kind::KernelOomKill => "kernel_oom_kill",
+            Kind::KernelGpuError => "kernel_gpu_error",
         }
     }
 
@@ -112,18 +125,24 @@ impl Kind {
             Kind::EvictedToHost => include_str!("explain/evicted_to_host.txt"),
             Kind::OverReported => include_str!("explain/over_reported.txt"),
             Kind::KnownIssue => include_str!("explain/known_issue.txt"),
+            Kind::KernelPageAllocFailure => include_str!("explain/kernel_page_alloc_failure.txt"),
+            Kind::KernelOomKill => include_str!("explain/kernel_oom_kill.txt"),
+            Kind::KernelGpuError => include_str!("explain/kernel_gpu_error.txt"),
         }
     }
 }
 
 /// Every finding kind `--explain` knows: the snapshot kinds, then the timeline kinds of `record`.
-pub const EXPLAINED: [&str; 10] = [
+pub const EXPLAINED: [&str; 13] = [
     "peer_mirror",
     "driver_held_host",
     "host_pressure",
     "evicted_to_host",
     "over_reported",
     "known_issue",
+    "kernel_page_alloc_failure",
+    "kernel_oom_kill",
+    "kernel_gpu_error",
     "stepwise_growth",
     "plateau",
     "leak",

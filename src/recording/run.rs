@@ -137,6 +137,17 @@ pub fn record(
                 &serde_json::to_string(&sys.packages).expect("strings"),
             )?;
         }
+        // The recorded machine, for `report` without `--root` and for `--redact`.
+        if let Some(h) = &sys.hostname {
+            recorder.set_meta("hostname", h)?;
+        }
+        if let Some(d) = &sys.distro {
+            recorder.set_meta("distro", d)?;
+        }
+        if !sys.driver_versions.is_empty() {
+            let versions = serde_json::to_string(&sys.driver_versions).expect("strings");
+            recorder.set_meta("driver_versions", &versions)?;
+        }
     }
     if let Target::Command { env, .. } = target {
         if !env.is_empty() {

@@ -12,9 +12,17 @@ fn is_hidden(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `s` with control, zero-width and bidi characters written as escapes; `keep_newlines` leaves
-/// line breaks alone (for multi-line verbatim text such as lspci output).
+/// `s` with the report's hidden host names replaced (`--redact`, before any escaping) and
+/// control, zero-width and bidi characters written as escapes; `keep_newlines` leaves line
+/// breaks alone (for multi-line verbatim text such as lspci output).
 pub(crate) fn visible(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+    match super::redact::hide_hosts(s) {
+        Cow::Borrowed(b) => controls_visible(b, keep_newlines),
+        Cow::Owned(o) => Cow::Owned(controls_visible(&o, keep_newlines).into_owned()),
+    }
+}
+
+fn controls_visible(s: &str, keep_newlines: bool) -> Cow<'_, str> {
     if !s
         .chars()
         .any(|c| is_hidden(c) && !(keep_newlines && c == '\n'))
@@ -39,10 +47,39 @@ pub(crate) fn visible(s: &str, keep_newlines: bool) -> Cow<'_, str> {
 /// Plain Markdown text (a table cell, a list item, a heading): controls made visible, `& < >` as
 /// HTML entities (quotes need none: Markdown text is never inside an HTML attribute) and the
 /// punctuation that starts emphasis, links, code or a table cell backslash-escaped, so the text
-/// renders as itself.
+/// renders as itself. Words GitHub would turn into live links or notifications (`@user`, `#123`,
+/// `owner/repo#1`, URLs, `www.` names; backslashes do not stop its autolinks) go into code
+/// spans instead, where it links nothing.
 pub(crate) fn text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in visible(s, false).chars() {
+    let v = visible(s, false);
+    let mut out = String::with_capacity(v.len());
+    for (i, word) in v.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if links(word) {
+            out.push_str(&code_cell(word));
+        } else {
+            escape_into(&mut out, word);
+        }
+    }
+    out
+}
+
+/// Whether GitHub would make `word` a link, a mention or an issue reference.
+fn links(word: &str) -> bool {
+    let lower = word.to_ascii_lowercase();
+    word.contains('@')
+        || lower.contains("://")
+        || lower.contains("www.")
+        || word
+            .split('#')
+            .skip(1)
+            .any(|after| after.starts_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+fn escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -54,7 +91,6 @@ pub(crate) fn text(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 fn longest_backtick_run(s: &str) -> usize {
@@ -105,6 +141,19 @@ mod tests {
             "&lt;script&gt;alert('x')&lt;/script&gt; \\[a\\](b) \\*c\\* a\\|b"
         );
         assert_eq!(text("a\nb\u{1b}[31m"), "a\\\\nb\\\\x1b\\[31m");
+    }
+
+    #[test]
+    fn mentions_issue_references_and_urls_become_code() {
+        assert_eq!(
+            text("ask @torvalds about #1 and a/b#22 at https://x.org/p or www.x.org, not C# or #"),
+            "ask `@torvalds` about `#1` and `a/b#22` at `https://x.org/p` or `www.x.org,` not C# or #"
+        );
+        assert_eq!(
+            text("a|@b"),
+            "`a\\|@b`",
+            "a pipe in a table cell stays escaped"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod escape;
 mod evidence;
+pub mod recorded;
 mod redact;
 mod related;
 mod sections;
@@ -50,16 +51,35 @@ pub struct ReportInput<'a> {
     pub nodes: &'a [String],
     /// The node names of those runs, hidden by `--redact` like the hostname.
     pub node_names: &'a [String],
+    /// The kernel log of the machine or `--root` (its findings are in `findings`).
+    pub kernel_log: &'a crate::sources::kernel_log::WholeLog,
+    /// Which machine the report describes when that is a recording's, not the one it is
+    /// written on ([`recorded::note`]), shown under the heading.
+    pub machine_note: Option<String>,
 }
 
 /// Renders the report.
 pub fn render(input: &ReportInput) -> String {
-    let out = sections::render(input);
-    if input.redact {
-        redact::redact(&out, input.system.hostname.as_deref(), input.node_names)
-    } else {
-        out
+    if !input.redact {
+        return sections::render(input);
     }
+    // The machine's name, each recording's (its host and its job's node label) and the nodes'.
+    let recorded = input.recordings.iter().flat_map(|(_, r)| {
+        ["hostname", "label.node"]
+            .into_iter()
+            .filter_map(|k| r.meta.get(k).map(String::as_str))
+    });
+    let hosts = redact::host_list(
+        input
+            .system
+            .hostname
+            .as_deref()
+            .into_iter()
+            .chain(recorded)
+            .chain(input.node_names.iter().map(String::as_str)),
+    );
+    let out = redact::with_hosts(&hosts, || sections::render(input));
+    redact::redact(&out, &hosts)
 }
 
 /// Fills the NVIDIA driver version from NVML's answers (live, or saved in a capture) where

@@ -4,6 +4,45 @@
 //! the first label of an FQDN (`vm.example.org`). User names are replaced where the text says they
 //! are one (`/home/NAME`, the kernel's `(NAME@HOST)`), since a short name such as `a` is also a word.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+thread_local! {
+    /// The host names hidden while a report renders ([`with_hosts`]).
+    static HOSTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `render` with `hosts` hidden in every piece of text the report escapes
+/// ([`hide_hosts`] is the first step of `escape::visible`), so a name is replaced before
+/// Markdown escaping can turn `gpu_node_17` into `gpu\_node\_17`. The list is cleared after,
+/// also when `render` panics.
+pub(super) fn with_hosts<T>(hosts: &[String], render: impl FnOnce() -> T) -> T {
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            HOSTS.with(|h| h.borrow_mut().clear());
+        }
+    }
+    HOSTS.with(|h| *h.borrow_mut() = hosts.to_vec());
+    let _clear = Clear;
+    render()
+}
+
+/// `text` with the host names of the report being rendered replaced by `<host>`.
+pub(super) fn hide_hosts(text: &str) -> Cow<'_, str> {
+    HOSTS.with(|h| {
+        let hosts = h.borrow();
+        if !hosts.iter().any(|n| text.contains(n.as_str())) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = text.to_string();
+        for n in hosts.iter() {
+            out = replace_token(&out, n, "<host>");
+        }
+        Cow::Owned(out)
+    })
+}
+
 fn is_word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
@@ -65,10 +104,11 @@ fn kernel_builder(line: &str) -> String {
     if !(line.starts_with("| kernel") || line.contains("Linux version")) {
         return line.to_string();
     }
-    let Some(open) = line.find(" (") else {
+    // The builder is in the first parenthesis, which may sit in a code span: `(USER@HOST)`.
+    let Some(open) = line.find('(') else {
         return line.to_string();
     };
-    let s = open + 2;
+    let s = open + 1;
     match (line[s..].find('@'), line[s..].find(')')) {
         (Some(at), Some(close)) if at < close => {
             format!("{}<user>@<host>{}", &line[..s], &line[s + close..])
@@ -77,19 +117,25 @@ fn kernel_builder(line: &str) -> String {
     }
 }
 
-/// The report with host and user names replaced.
-pub(super) fn redact(text: &str, hostname: Option<&str>, others: &[String]) -> String {
-    let mut hosts = host_names(hostname);
-    for o in others {
-        hosts.extend(host_names(Some(o)));
-    }
-    // Longest first, so `n7.c.org` goes before `n7` eats its first label.
+/// Every name to hide for a report: each host name given and its first label, longest first
+/// (so `n7.c.org` goes before `n7` eats its first label).
+pub(super) fn host_list<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut hosts: Vec<String> = names
+        .into_iter()
+        .flat_map(|n| host_names(Some(n)))
+        .map(String::from)
+        .collect();
     hosts.sort_by_key(|h| std::cmp::Reverse(h.len()));
     hosts.dedup();
+    hosts
+}
+
+/// The report with host and user names replaced.
+pub(super) fn redact(text: &str, hosts: &[String]) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let mut l = kernel_builder(&home_dirs(line));
-        for h in &hosts {
+        for h in hosts {
             l = replace_token(&l, h, "<host>");
         }
         out.push_str(&l);
@@ -104,7 +150,7 @@ mod tests {
     #[test]
     fn redacts_names() {
         let t = "| kernel | Linux version 7.1.3 (builder@buildhost) #1 |\ncmd /home/alice/run.py on node7\n";
-        let r = redact(t, Some("node7"), &[]);
+        let r = redact(t, &host_list(["node7"]));
         assert_eq!(r, "| kernel | Linux version 7.1.3 (<user>@<host>) #1 |\ncmd /home/<user>/run.py on <host>\n");
     }
 
@@ -112,22 +158,33 @@ mod tests {
     fn only_whole_tokens() {
         let t = "nested_pvm=1 vmlinuz kvm vm-2 vm2 vm vm.example.org /vm/x MASTER=vm:29500 /home/a/x a b\n";
         assert_eq!(
-            redact(t, Some("vm"), &[]),
+            redact(t, &host_list(["vm"])),
             "nested_pvm=1 vmlinuz kvm vm-2 vm2 <host> <host>.example.org /<host>/x MASTER=<host>:29500 /home/<user>/x a b\n"
         );
         assert_eq!(
-            redact("n7.c.org n7 n7.c.orgs\n", Some("n7.c.org"), &[]),
+            redact("n7.c.org n7 n7.c.orgs\n", &host_list(["n7.c.org"])),
             "<host> <host> <host>.c.orgs\n"
         );
-        assert_eq!(redact("a a\n", Some("a"), &[]), "a a\n");
+        assert_eq!(redact("a a\n", &host_list(["a"])), "a a\n");
         assert_eq!(
             redact(
                 "gpu-07 gpu-08.c.org me\n",
-                Some("me"),
-                &["gpu-07".into(), "gpu-08.c.org".into()]
+                &host_list(["me", "gpu-07", "gpu-08.c.org"])
             ),
             "<host> <host> <host>\n",
             "other nodes' names too"
+        );
+    }
+
+    #[test]
+    fn hosts_are_hidden_before_escaping() {
+        let hosts = host_list(["gpu_node_17"]);
+        let inside = with_hosts(&hosts, || hide_hosts("ran on gpu_node_17.").into_owned());
+        assert_eq!(inside, "ran on <host>.");
+        assert_eq!(
+            hide_hosts("gpu_node_17"),
+            "gpu_node_17",
+            "only while rendering"
         );
     }
 }

@@ -51,8 +51,7 @@ fn origin(rec: &Recording) -> Origin {
     if !live_root {
         return Origin::Tree { root, argv };
     }
-    let attach = !argv.is_empty() && argv.iter().all(|a| a == "--all" || a.starts_with("--pid "));
-    if attach {
+    if is_attach(&argv) {
         return Origin::Attach(
             argv.iter()
                 .flat_map(|a| a.split(' '))
@@ -77,6 +76,42 @@ fn with<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
         .copied()
         .chain(tail.iter().map(String::as_str))
         .collect()
+}
+
+/// Whether `argv` is an attach run's own arguments (`--all`, `--pid N`), not a command.
+fn is_attach(argv: &[String]) -> bool {
+    !argv.is_empty() && argv.iter().all(|a| a == "--all" || a.starts_with("--pid "))
+}
+
+/// `record`'s arguments for `argv` into `name`: `-o NAME -- CMD…`, or `-o NAME --all` /
+/// `--pid N` for an attach run (never `-- --all`, which would run a command named `--all`).
+fn record_args(name: &str, argv: &[String]) -> Vec<String> {
+    let mut out = vec!["-o".to_string(), name.to_string()];
+    if is_attach(argv) {
+        out.extend(argv.iter().flat_map(|a| a.split(' ')).map(String::from));
+    } else {
+        out.push("--".into());
+        out.extend(argv.iter().cloned());
+    }
+    out
+}
+
+/// The command line of the recorded job's first rank (or first process), for an attach run,
+/// whose own command is only `--all` or `--pid N`.
+fn job_command(rec: &Recording) -> Option<&str> {
+    rec.processes
+        .iter()
+        .filter(|p| !p.cmdline.trim().is_empty())
+        .min_by_key(|p| (p.rank.unwrap_or(u32::MAX), p.first, p.pid))
+        .map(|p| p.cmdline.as_str())
+}
+
+/// "Start the job" with its recorded command line where the recording has one.
+fn start_the_job(rec: &Recording) -> String {
+    match job_command(rec) {
+        Some(cmd) => format!("Start the job (as recorded: {})", code(cmd)),
+        None => "Start the job".into(),
+    }
 }
 
 /// What the recording ran, for its heading.
@@ -108,16 +143,17 @@ pub(super) fn steps(recordings: &[(String, Recording)]) -> String {
             "{} read a simulated machine (the tree {}, written by `gpuledger simulate SCENARIO --live DURATION --out DIR`; the recording does not say which scenario), not this one.\n\n1. {}\n2. {show}\n",
             code(n),
             code(&root),
-            shell(&with(&["gpuledger", "--root", &root, "record", "-o", n, "--"], &argv)),
+            shell(&with(&["gpuledger", "--root", &root, "record"], &record_args(n, &argv))),
         ),
         Origin::Tree { root, argv } => format!(
             "{} read the tree {}, not the machine the report was made on.\n\n1. {}\n2. {show}\n",
             code(n),
             code(&root),
-            shell(&with(&["gpuledger", "--root", &root, "record", "-o", n, "--"], &argv)),
+            shell(&with(&["gpuledger", "--root", &root, "record"], &record_args(n, &argv))),
         ),
         Origin::Attach(args) => format!(
-            "1. Start the job.\n2. {}\n3. {show}\n",
+            "1. {}.\n2. {}\n3. {show}\n",
+            start_the_job(rec),
             shell(&with(&["gpuledger", "record", "-o", n], &args)),
         ),
         Origin::Live(argv) if argv.is_empty() => format!(

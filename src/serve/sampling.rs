@@ -6,6 +6,7 @@ use super::metrics::{render_metrics, ExporterStats, MetricsOptions};
 use super::redact::redact_ledger;
 use crate::findings::{analyze, Finding, Thresholds};
 use crate::knowledge::KnownIssues;
+use crate::sources::kernel_log::LogCache;
 use crate::ledger::{Filter, Ledger};
 use crate::outputs::json;
 use crate::sampler::{SampleError, Sampler};
@@ -41,6 +42,8 @@ pub(crate) struct Renderer {
     /// The machine's known-issue facts, from the first sample only: package versions do not
     /// change under a running exporter.
     known: Option<KnownIssues>,
+    /// The kernel log, re-read at most every few seconds.
+    kernel: LogCache,
     stats: ExporterStats,
     /// The last good sample's ledger and findings, to re-render the metrics after a failure.
     last: Option<(Ledger, Vec<Finding>)>,
@@ -54,6 +57,7 @@ impl Renderer {
             sampler,
             opts,
             known: None,
+            kernel: LogCache::default(),
             stats: ExporterStats::default(),
             last: None,
             latest: Latest::default(),
@@ -87,8 +91,10 @@ impl Renderer {
             self.known = KnownIssues::of_machine(self.sampler.root(), &snap).ok();
         }
         self.stats.count_scan(&snap.stats);
-        let whole = Ledger::from_snapshot(&snap);
+        let mut whole = Ledger::from_snapshot(&snap);
         let mut findings = analyze(&whole, &self.opts.thresholds);
+        let log = self.kernel.get(self.sampler.root(), Instant::now());
+        crate::findings::kernel::add(log, &mut whole, &mut findings);
         if let Some(k) = &self.known {
             k.extend(&mut findings);
         }

@@ -1,6 +1,7 @@
 //! Writes a [`SimState`] as a capture tree; a [`LiveWriter`] rewrites it in place as time passes.
 
 use super::{SimProcess, SimState};
+use crate::clock::Clock;
 use crate::layout;
 use crate::tree_writer::{ProcEntry, TreeWriter};
 use std::collections::BTreeSet;
@@ -49,6 +50,11 @@ impl LiveWriter {
             for d in &state.devices {
                 self.w.device(d)?;
             }
+            // The boot time that dates the kernel log: the simulated clock stands at `t_s` now.
+            let now_s = crate::clock::SystemClock.wall_ms() / 1000;
+            let up_s = super::death::boot_usec(state.t_s) / 1_000_000;
+            let btime = format!("btime {}\n", now_s.saturating_sub(up_s));
+            self.w.file(layout::PROC_STAT, btime)?;
             self.devices_done = true;
         }
         let now: BTreeSet<u32> = state.processes.iter().map(|p| p.pid).collect();

@@ -206,20 +206,34 @@ impl Kmsg {
         Some(Kmsg { file })
     }
 
-    /// The matching messages logged since the last call.
-    pub fn read_new(&mut self) -> Vec<(KernelEvent, String)> {
-        classified(self.read_records())
+    /// Opens `/dev/kmsg` at its oldest record still in the ring buffer, non-blocking.
+    pub(super) fn open_at_start() -> io::Result<Kmsg> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open("/dev/kmsg")?;
+        Ok(Kmsg { file })
     }
 
-    fn read_records(&mut self) -> Vec<KmsgRecord> {
+    /// The matching messages logged since the last call.
+    pub fn read_new(&mut self) -> Vec<(KernelEvent, String)> {
+        classified(self.read_records(usize::MAX))
+    }
+
+    /// The records present now, at most `max`; never waits for a new one (the fd is
+    /// non-blocking, so the read that finds no record returns EAGAIN).
+    pub(super) fn read_records(&mut self, max: usize) -> Vec<KmsgRecord> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 8192];
-        loop {
+        let mut reads = 0usize;
+        while out.len() < max && reads < max.saturating_mul(2) {
+            reads += 1;
             match self.file.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => out.extend(KmsgRecord::parse(&String::from_utf8_lossy(&buf[..n]))),
-                // EPIPE: records were overwritten before we read them; go on with the next.
-                Err(e) if e.raw_os_error() == Some(32) => continue,
+                // EPIPE: records were overwritten before we read them; EINVAL: a record longer
+                // than the buffer. The kernel moved past either; go on with the next.
+                Err(e) if matches!(e.raw_os_error(), Some(32) | Some(22)) => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(_) => break,
             }

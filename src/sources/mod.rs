@@ -5,6 +5,8 @@ pub mod cgroup_procs;
 pub mod drm_devices;
 pub mod drm_fdinfo;
 pub mod k8s_pods;
+pub mod kernel_events;
+pub mod kernel_log;
 pub mod kfd;
 pub mod kmsg;
 pub mod meminfo;

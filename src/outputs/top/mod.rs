@@ -6,6 +6,7 @@ mod view;
 use crate::findings::{analyze, Finding, Thresholds};
 use crate::ledger::{Filter, Ledger, MemClass};
 use crate::sampler::{SampleError, Sampler};
+use crate::sources::kernel_log::LogCache;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -62,15 +63,20 @@ fn sample(
     sampler: &mut Sampler,
     filter: &Filter,
     t: &Thresholds,
+    kernel: &mut LogCache,
 ) -> Result<(Ledger, Vec<Finding>), TopError> {
-    let whole = Ledger::from_snapshot(&sampler.sample()?);
-    let findings = filter.findings(&analyze(&whole, t));
+    let mut whole = Ledger::from_snapshot(&sampler.sample()?);
+    let mut all = analyze(&whole, t);
+    let log = kernel.get(sampler.root(), Instant::now());
+    crate::findings::kernel::add(log, &mut whole, &mut all);
+    let findings = filter.findings(&all);
     Ok((filter.ledger(&whole), findings))
 }
 
 /// Runs the view until `q`, Esc or Ctrl-C.
 pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<(), TopError> {
-    let (first, findings) = sample(&mut sampler, &opts.filter, t)?;
+    let mut kernel = LogCache::default();
+    let (first, findings) = sample(&mut sampler, &opts.filter, t, &mut kernel)?;
     let mut state = State {
         findings,
         history: VecDeque::from([totals(&first)]),
@@ -104,7 +110,7 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
                 continue;
             }
             next = Instant::now() + interval;
-            let (ledger, findings) = sample(&mut sampler, &opts.filter, t)?;
+            let (ledger, findings) = sample(&mut sampler, &opts.filter, t, &mut kernel)?;
             state.findings = findings;
             state.history.push_back(totals(&ledger));
             while state.history.len() > HISTORY {

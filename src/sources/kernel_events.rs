@@ -1,0 +1,340 @@
+//! What kernel log records say, parsed: page-allocation failures, OOM kills and GPU driver
+//! errors, each with its time on the log's clock (µs since boot).
+//!
+//! ref: mm/page_alloc.c `warn_alloc` ("COMM: page allocation failure: order:N, mode:0xX(FLAGS),
+//! nodemask=…", then `dump_stack`'s "CPU: N [UID: U] PID: P Comm: C …" and the stack);
+//! mm/oom_kill.c `__oom_kill_process` ("[Memory cgroup ]Out of memory: Killed process P (C)
+//! total-vm:…kB, anon-rss:…kB, file-rss:…kB, shmem-rss:…kB, …"); NVIDIA's driver
+//! ("NVRM: Xid (PCI:DDDD:BB:DD): N, …", ids per NVIDIA's public Xid catalog); xe, i915 and amdgpu
+//! print "DRIVER DDDD:BB:DD.F: …" (drm `dev_*` printing) for resets, hangs and faults.
+
+use super::kmsg::KmsgRecord;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// How far after a failure header its task line and stack are looked for.
+const STACK_WINDOW: usize = 48;
+
+/// Stack frames in these modules mean the allocation was made for a GPU buffer.
+const GPU_MODULES: [&str; 9] = [
+    "[ttm]",
+    "[xe]",
+    "[i915]",
+    "[amdgpu]",
+    "[amdttm]",
+    "[nvidia]",
+    "[nvidia_uvm]",
+    "[drm]",
+    "[drm_ttm_helper]",
+];
+
+/// One parsed kernel event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelFact {
+    /// The page allocator could not satisfy a request.
+    AllocFailure(AllocFailure),
+    /// The OOM killer killed a process.
+    OomKill(OomKill),
+    /// A GPU driver reported an error, reset or fault.
+    GpuError(GpuError),
+}
+
+/// `warn_alloc`'s report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocFailure {
+    /// µs since boot.
+    pub usec: u64,
+    /// The failing task's name.
+    pub comm: String,
+    /// Its pid, from the task line that follows (absent in some logs).
+    pub pid: Option<u32>,
+    /// Allocation order: 2^order pages were asked for.
+    pub order: u32,
+    /// The GFP mode as printed (`0x100dc2(GFP_HIGHUSER|__GFP_ZERO)`).
+    pub mode: String,
+    /// The stack runs through a GPU driver or TTM.
+    pub gpu_stack: bool,
+}
+
+/// The OOM killer's victim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OomKill {
+    /// µs since boot.
+    pub usec: u64,
+    /// Victim pid.
+    pub pid: u32,
+    /// Victim name.
+    pub comm: String,
+    /// anon-rss, file-rss, shmem-rss in KiB.
+    pub anon_kib: u64,
+    /// File-backed resident KiB.
+    pub file_kib: u64,
+    /// Shared-memory resident KiB.
+    pub shmem_kib: u64,
+    /// A memory cgroup's limit, not the machine, ran out.
+    pub cgroup: bool,
+}
+
+/// A GPU driver's error line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuError {
+    /// µs since boot.
+    pub usec: u64,
+    /// `xe`, `i915`, `amdgpu`, `nvidia`.
+    pub driver: String,
+    /// PCI slot `DDDD:BB:DD.F`, where the line names one.
+    pub device: Option<String>,
+    /// NVIDIA's Xid number.
+    pub xid: Option<u32>,
+    /// The pid the driver named (`pid=N` of an Xid line).
+    pub pid: Option<u32>,
+    /// The line itself.
+    pub message: String,
+}
+
+/// The line patterns, compiled once (constants; the tests check that they compile).
+struct Patterns {
+    alloc: Regex,
+    task: Regex,
+    oom: Regex,
+    xid: Regex,
+    drm_dev: Regex,
+    xid_pid: Regex,
+}
+
+static PATTERNS: LazyLock<Option<Patterns>> = LazyLock::new(Patterns::compile);
+
+impl Patterns {
+    fn compile() -> Option<Patterns> {
+        let re = |p: &str| Regex::new(p).ok();
+        Some(Patterns {
+            alloc: re(
+                r"^(.*): page allocation failure: order:(\d+), mode:(0x[0-9a-fA-F]+(?:\([^)]*\))?)",
+            )?,
+            task: re(r"^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (.*?) (?:Not tainted|Tainted)")?,
+            oom: re(
+                r"(Memory cgroup )?[Oo]ut of memory: Killed process (\d+) \((.*)\) total-vm:[\d,]+kB, anon-rss:([\d,]+)kB, file-rss:([\d,]+)kB, shmem-rss:([\d,]+)kB",
+            )?,
+            xid: re(
+                r"NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\): (\d+),(.*)",
+            )?,
+            drm_dev: re(
+                r"\b(xe|i915|amdgpu) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):",
+            )?,
+            xid_pid: re(r"pid=(\d+)")?,
+        })
+    }
+}
+
+fn num(s: &str) -> u64 {
+    s.replace(',', "").parse().unwrap_or(0)
+}
+
+/// Words that make a GPU driver's line an error, reset or fault (lower case).
+const GPU_ERROR_WORDS: [&str; 10] = [
+    "reset",
+    "fault",
+    "hang",
+    "timeout",
+    "timed out",
+    "wedged",
+    "fallen off",
+    "*error*",
+    "lost",
+    "failed",
+];
+
+/// Whether a GPU driver line reports an error: its level is err or worse, or it names a reset,
+/// hang, fault or timeout.
+fn is_gpu_error(r: &KmsgRecord) -> bool {
+    let lower = r.message.to_lowercase();
+    (r.prio & 7) <= 3 || GPU_ERROR_WORDS.iter().any(|w| lower.contains(w))
+}
+
+/// Every event the records hold, oldest first.
+pub fn parse(records: &[KmsgRecord]) -> Vec<KernelFact> {
+    let Some(p) = PATTERNS.as_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let m = r.message.as_str();
+        if let Some(c) = p.alloc.captures(m) {
+            let (pid, gpu_stack) = task_and_stack(p, &records[i + 1..]);
+            out.push(KernelFact::AllocFailure(AllocFailure {
+                usec: r.usec,
+                comm: c[1].to_string(),
+                pid,
+                order: c[2].parse().unwrap_or(0),
+                mode: c[3].to_string(),
+                gpu_stack,
+            }));
+        } else if let Some(c) = p.oom.captures(m) {
+            out.push(KernelFact::OomKill(OomKill {
+                usec: r.usec,
+                pid: c[2].parse().unwrap_or(0),
+                comm: c[3].to_string(),
+                anon_kib: num(&c[4]),
+                file_kib: num(&c[5]),
+                shmem_kib: num(&c[6]),
+                cgroup: c.get(1).is_some(),
+            }));
+        } else if let Some(c) = p.xid.captures(m) {
+            out.push(KernelFact::GpuError(GpuError {
+                usec: r.usec,
+                driver: "nvidia".into(),
+                device: Some(format!("{}.0", c[1].to_lowercase())),
+                xid: c[2].parse().ok(),
+                pid: p.xid_pid.captures(&c[3]).and_then(|p| p[1].parse().ok()),
+                message: m.to_string(),
+            }));
+        } else if let Some(c) = p.drm_dev.captures(m).filter(|_| is_gpu_error(r)) {
+            out.push(KernelFact::GpuError(GpuError {
+                usec: r.usec,
+                driver: c[1].to_string(),
+                device: Some(c[2].to_lowercase()),
+                xid: None,
+                pid: None,
+                message: m.to_string(),
+            }));
+        }
+    }
+    out
+}
+
+/// The pid of the task line after a failure header and whether its stack passes a GPU module.
+fn task_and_stack(p: &Patterns, after: &[KmsgRecord]) -> (Option<u32>, bool) {
+    let mut pid = None;
+    let mut gpu = false;
+    for r in after.iter().take(STACK_WINDOW) {
+        let m = r.message.as_str();
+        if m.starts_with("Mem-Info:") || p.alloc.is_match(m) {
+            break;
+        }
+        if pid.is_none() {
+            pid = p.task.captures(m).and_then(|c| c[1].parse().ok());
+        }
+        gpu |= GPU_MODULES.iter().any(|g| m.trim_end().ends_with(g));
+    }
+    (pid, gpu)
+}
+
+/// NVIDIA's public meaning of an Xid, and whether the GPU needs a reset (or is lost) after it.
+pub fn xid_meaning(xid: u32) -> Option<(&'static str, bool)> {
+    Some(match xid {
+        8 => ("GPU stopped processing (a channel timed out)", false),
+        13 => ("graphics engine exception: usually the application's own illegal access or instruction", false),
+        31 => ("GPU memory page fault (MMU fault): usually an illegal address in the application", false),
+        32 => ("invalid or corrupted push buffer stream", false),
+        38 => ("driver firmware error", false),
+        43 => ("GPU stopped processing: a channel was reset after an application fault", false),
+        45 => ("preemptive cleanup: channels torn down after an earlier error or a killed process", false),
+        48 => ("double-bit ECC error in GPU memory", true),
+        61 => ("internal micro-controller breakpoint or warning", false),
+        62 => ("internal micro-controller halt", true),
+        63 => ("ECC page retirement or row remapping recorded", false),
+        64 => ("ECC page retirement or row remapping failed", true),
+        69 => ("graphics engine class error", false),
+        74 => ("NVLink error", false),
+        79 => ("GPU has fallen off the bus", true),
+        92 => ("high single-bit ECC error rate", false),
+        94 => ("contained ECC error: the affected application was stopped", false),
+        95 => ("uncontained ECC error: the GPU must be reset", true),
+        109 => ("context switch timeout", false),
+        119 => ("GSP firmware RPC timeout", true),
+        120 => ("GSP firmware error", true),
+        154 => ("GPU recovery action changed: a reset or reboot is required", true),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rec(prio: u32, usec: u64, message: &str) -> KmsgRecord {
+        KmsgRecord {
+            prio,
+            seq: usec,
+            usec,
+            message: message.into(),
+            dict: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_patterns_compile() {
+        assert!(PATTERNS.is_some());
+    }
+
+    #[test]
+    fn failure_with_task_line_and_gpu_stack() {
+        let log = [
+            rec(4, 1, "python3: page allocation failure: order:0, mode:0x100dc2(GFP_HIGHUSER|__GFP_ZERO), nodemask=(null)"),
+            rec(4, 2, "CPU: 3 UID: 1000 PID: 4001 Comm: python3 Not tainted 7.1.3 #1"),
+            rec(4, 3, " ttm_pool_alloc+0x2bd/0x690 [ttm]"),
+            rec(4, 4, "java: page allocation failure: order:0, mode:0x2084120(GFP_ATOMIC|__GFP_COLD|__GFP_COMP)"),
+            rec(4, 5, "CPU: 7 PID: 111104 Comm: java Not tainted 4.9.24-coreos #1"),
+        ];
+        let facts = parse(&log);
+        let KernelFact::AllocFailure(a) = &facts[0] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!((a.pid, a.order, a.gpu_stack), (Some(4001), 0, true));
+        assert_eq!(a.mode, "0x100dc2(GFP_HIGHUSER|__GFP_ZERO)");
+        let KernelFact::AllocFailure(b) = &facts[1] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(
+            (b.pid, b.gpu_stack, b.comm.as_str()),
+            (Some(111104), false, "java")
+        );
+    }
+
+    #[test]
+    fn oom_kills_xids_and_driver_resets() {
+        let log = [
+            rec(3, 1, "Out of memory: Killed process 7899 (python) total-vm:26,184,840kB, anon-rss:15,370,088kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:38964kB oom_score_adj:0"),
+            rec(4, 2, "NVRM: Xid (PCI:0000:0A:00): 31, pid=13332, name=cuda_plot_k32_v, Ch 00000010"),
+            rec(3, 3, "amdgpu 0000:28:00.0: ring gfx_0.0.0 timeout, signaled seq=57638, emitted seq=57641"),
+            rec(6, 4, "amdgpu 0000:28:00.0: [drm] PCIE GART of 512M enabled"),
+        ];
+        let facts = parse(&log);
+        assert_eq!(facts.len(), 3, "{facts:?}");
+        let KernelFact::OomKill(o) = &facts[0] else {
+            panic!()
+        };
+        assert_eq!((o.pid, o.anon_kib, o.cgroup), (7899, 15_370_088, false));
+        let KernelFact::GpuError(x) = &facts[1] else {
+            panic!()
+        };
+        assert_eq!((x.xid, x.pid), (Some(31), Some(13332)));
+        assert_eq!(x.device.as_deref(), Some("0000:0a:00.0"));
+        let KernelFact::GpuError(a) = &facts[2] else {
+            panic!()
+        };
+        assert_eq!(
+            (a.driver.as_str(), a.device.as_deref()),
+            ("amdgpu", Some("0000:28:00.0"))
+        );
+    }
+
+    proptest! {
+        /// Any records parse without panicking, into at most one fact per record.
+        #[test]
+        fn parse_is_total(lines in proptest::collection::vec("\\PC{0,120}", 0..20), prio in 0u32..8) {
+            let log: Vec<KmsgRecord> =
+                lines.iter().enumerate().map(|(i, m)| rec(prio, i as u64, m)).collect();
+            prop_assert!(parse(&log).len() <= log.len());
+        }
+
+        /// A well-formed failure header is always found, with its order.
+        #[test]
+        fn headers_are_found(comm in "[a-z0-9_/.-]{1,15}", order in 0u32..11) {
+            let m = format!("{comm}: page allocation failure: order:{order}, mode:0x820(GFP_ATOMIC), nodemask=(null)");
+            let facts = parse(&[rec(4, 1, &m)]);
+            prop_assert!(matches!(&facts[..], [KernelFact::AllocFailure(a)] if a.order == order && a.comm == comm));
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! The whole kernel log of a root, read once, for the views that show post-mortem findings
+//! (snapshot, `top`, `serve`, `doctor`, `report`).
+//!
+//! Live: `/dev/kmsg` opened non-blocking at its oldest record, every record present read, never
+//! waiting for a new one (ref: Documentation/ABI/testing/dev-kmsg). Where it cannot be opened
+//! (`kernel.dmesg_restrict`, no CAP_SYSLOG, a container): `journalctl -k -b -o json` with a time
+//! and output budget (ref: systemd.journal-fields(7), `_SOURCE_MONOTONIC_TIMESTAMP`). A captured
+//! or simulated tree: its `dev/kmsg` file through [`Root`]. Only the evidence records are kept
+//! ([`evidence`]): the classified lines and the task line and stack after each page-allocation
+//! failure, so neither memory nor a capture holds the rest of the log.
+//!
+//! The kernel log's clock is µs since boot; `btime` of `proc/stat` (ref: Documentation/
+//! filesystems/proc.rst, "btime") gives the boot's wall-clock time, for a tree when it kept one.
+
+use super::kmsg::{classify, parse_log, KernelEvent, Kmsg, KmsgRecord};
+use crate::layout;
+use crate::root::Root;
+use crate::snapshot::{IssueReason, ScanIssue, ScanStats};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Records read from a live log at most (the ring buffer rarely holds more than ~20 k).
+const MAX_RECORDS: usize = 200_000;
+/// Lines asked of journalctl: the newest of this boot.
+const JOURNAL_LINES: &str = "50000";
+/// Bytes of journalctl output read at most.
+const JOURNAL_BYTES: u64 = 64 << 20;
+/// Time journalctl may take before it is killed.
+const JOURNAL_TIME: Duration = Duration::from_secs(5);
+/// Where journalctl is looked for (fixed paths, not `$PATH`).
+const JOURNALCTL: [&str; 2] = ["/usr/bin/journalctl", "/bin/journalctl"];
+/// Records after a page-allocation failure that can hold its task line and stack.
+const FAILURE_TAIL: usize = 48;
+
+/// Where a kernel log came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogOrigin {
+    /// The running machine's `/dev/kmsg`.
+    DevKmsg,
+    /// `journalctl -k` of the current boot.
+    Journal,
+    /// A captured or simulated tree's `dev/kmsg` file.
+    Tree,
+}
+
+impl LogOrigin {
+    /// How the findings name their evidence.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogOrigin::DevKmsg => "kernel log (/dev/kmsg)",
+            LogOrigin::Journal => "kernel log (journalctl -k)",
+            LogOrigin::Tree => "kernel log (dev/kmsg of the tree)",
+        }
+    }
+}
+
+/// The evidence records of a root's kernel log, as far back as it goes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WholeLog {
+    /// Evidence records, oldest first.
+    pub records: Vec<KmsgRecord>,
+    /// Where they came from; `None` when no log could be read.
+    pub origin: Option<LogOrigin>,
+    /// Why the log could not be read, said once in the views' notes.
+    pub unreadable: Option<String>,
+    /// Wall-clock time of boot, seconds since the epoch, where known.
+    pub boot_s: Option<u64>,
+}
+
+impl WholeLog {
+    /// Reads the kernel log of `root`: never blocks longer than the journal's time budget.
+    pub fn read(root: &Root) -> WholeLog {
+        let boot_s = boot_time_s(root);
+        let (records, origin, unreadable) = if root.is_live() {
+            read_live()
+        } else {
+            match read_tree(root) {
+                Ok(r) => (r, Some(LogOrigin::Tree), None),
+                Err(e) => (Vec::new(), None, Some(e)),
+            }
+        };
+        WholeLog {
+            records,
+            origin,
+            unreadable,
+            boot_s,
+        }
+    }
+
+    /// Adds the unreadable log to the scan's notes (once per snapshot), so no view is silent
+    /// about findings it could not look for.
+    pub fn note(&self, stats: &mut ScanStats) {
+        let Some(why) = &self.unreadable else {
+            return;
+        };
+        stats.issues_total = stats.issues_total.saturating_add(1);
+        // First, so that the views that list only the first few issues still show it.
+        stats.issues.insert(
+            0,
+            ScanIssue {
+                path: "/dev/kmsg".into(),
+                reason: IssueReason::Unreadable,
+                detail: format!(
+                    "kernel log not read ({why}): no findings for page-allocation failures, OOM \
+                 kills or GPU driver errors; run as root, or as a member of systemd-journal"
+                ),
+            },
+        );
+    }
+}
+
+/// How old a [`LogCache`]'s log may be before it is read again.
+pub const REREAD: Duration = Duration::from_secs(15);
+
+/// A kernel log read again at most every [`REREAD`], for the views that sample in a loop
+/// (`top`, `serve`): the journal fallback can take seconds, a sample must not.
+#[derive(Debug, Default)]
+pub struct LogCache {
+    log: WholeLog,
+    read_at: Option<Instant>,
+}
+
+impl LogCache {
+    /// The log of `root` as of `now`, or of the last read when that is younger than [`REREAD`].
+    pub fn get(&mut self, root: &Root, now: Instant) -> &WholeLog {
+        let fresh = self
+            .read_at
+            .is_some_and(|t| now.saturating_duration_since(t) < REREAD);
+        if !fresh {
+            self.log = WholeLog::read(root);
+            self.read_at = Some(now);
+        }
+        &self.log
+    }
+}
+
+fn read_live() -> (Vec<KmsgRecord>, Option<LogOrigin>, Option<String>) {
+    let kmsg_error = match Kmsg::open_at_start() {
+        Ok(mut k) => {
+            let records = evidence(k.read_records(MAX_RECORDS));
+            return (records, Some(LogOrigin::DevKmsg), None);
+        }
+        Err(e) => e,
+    };
+    match read_journal() {
+        Ok(records) => (evidence(records), Some(LogOrigin::Journal), None),
+        Err(j) => (
+            Vec::new(),
+            None,
+            Some(format!("/dev/kmsg: {kmsg_error}; journalctl -k: {j}")),
+        ),
+    }
+}
+
+fn read_tree(root: &Root) -> Result<Vec<KmsgRecord>, String> {
+    match root.read_string(layout::KMSG) {
+        Ok(text) => Ok(evidence(parse_log(&text))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("{}: {e}", layout::KMSG)),
+    }
+}
+
+/// The records findings rest on: every classified record, and after a page-allocation failure
+/// the records up to its `Mem-Info:` (the failing task's `CPU: … PID: … Comm: …` line and its
+/// stack), at most [`FAILURE_TAIL`] of them.
+pub fn evidence(records: Vec<KmsgRecord>) -> Vec<KmsgRecord> {
+    let mut out = Vec::new();
+    let mut tail = 0usize;
+    for r in records {
+        let kind = classify(&r.message);
+        if kind == Some(KernelEvent::PageAllocationFailure) {
+            tail = FAILURE_TAIL;
+            out.push(r);
+        } else if kind.is_some() {
+            out.push(r);
+        } else if tail > 0 {
+            tail = if r.message.starts_with("Mem-Info:") {
+                0
+            } else {
+                tail - 1
+            };
+            if tail > 0 {
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// `btime` of the root's `proc/stat`: the boot's wall-clock time in seconds since the epoch.
+pub fn boot_time_s(root: &Root) -> Option<u64> {
+    let text = root.read_string(layout::PROC_STAT).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// `journalctl -k -b -o json`, the newest lines of this boot, within the time and byte budget.
+fn read_journal() -> Result<Vec<KmsgRecord>, String> {
+    let exe = JOURNALCTL
+        .iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .ok_or("not installed")?;
+    let mut child = Command::new(exe)
+        .args([
+            "-k",
+            "-b",
+            "--no-pager",
+            "-q",
+            "-o",
+            "json",
+            "-n",
+            JOURNAL_LINES,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no output")?;
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let read = stdout.take(JOURNAL_BYTES).read_to_end(&mut buf);
+        read.map(|_| buf)
+    });
+    let deadline = Instant::now() + JOURNAL_TIME;
+    let status = loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(s) => break Some(s),
+            None if Instant::now() >= deadline => break None,
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    if status.is_none() {
+        // Over the budget: stop it; what it printed so far is still used.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let out = reader
+        .join()
+        .map_err(|_| "reader failed")?
+        .map_err(|e| e.to_string())?;
+    match status {
+        Some(s) if !s.success() && out.is_empty() => Err(format!("exited with {s}")),
+        _ => Ok(journal_records(&String::from_utf8_lossy(&out))),
+    }
+}
+
+/// Records from journalctl's JSON lines: MESSAGE (a string, or bytes when not UTF-8), PRIORITY
+/// and the kernel's own timestamp `_SOURCE_MONOTONIC_TIMESTAMP` (µs since boot).
+pub fn journal_records(text: &str) -> Vec<KmsgRecord> {
+    let field = |v: &serde_json::Value, k: &str| -> Option<u64> {
+        v.get(k)
+            .and_then(|x| x.as_str())
+            .and_then(|s| s.parse().ok())
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let message = match v.get("MESSAGE")? {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Array(bytes) => {
+                    let b: Vec<u8> = bytes
+                        .iter()
+                        .filter_map(|x| x.as_u64().and_then(|n| u8::try_from(n).ok()))
+                        .collect();
+                    String::from_utf8_lossy(&b).into_owned()
+                }
+                _ => return None,
+            };
+            let usec = field(&v, "_SOURCE_MONOTONIC_TIMESTAMP")
+                .or_else(|| field(&v, "__MONOTONIC_TIMESTAMP"))?;
+            Some(KmsgRecord {
+                prio: field(&v, "PRIORITY").map_or(6, |p| p as u32),
+                seq: i as u64,
+                usec,
+                message,
+                dict: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any journal output parses without panicking, into at most one record per line, each
+        /// with the message it carried.
+        #[test]
+        fn journal_parsing_is_total(lines in proptest::collection::vec("\\PC{0,80}", 0..10), msg in "\\PC{0,40}", usec: u64) {
+            let mut text = lines.join("\n");
+            let record = serde_json::json!({"MESSAGE": msg, "_SOURCE_MONOTONIC_TIMESTAMP": usec.to_string()});
+            text.push('\n');
+            text.push_str(&record.to_string());
+            let records = journal_records(&text);
+            prop_assert!(records.len() <= text.lines().count());
+            let last = records.last().unwrap();
+            prop_assert_eq!((&last.message, last.usec), (&msg, usec));
+        }
+    }
+
+    fn rec(seq: u64, message: &str) -> KmsgRecord {
+        KmsgRecord {
+            prio: 4,
+            seq,
+            usec: seq * 10,
+            message: message.into(),
+            dict: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn evidence_keeps_failures_with_their_task_and_drops_the_rest() {
+        let log = vec![
+            rec(1, "usb 1-2: new high-speed USB device"),
+            rec(
+                2,
+                "python3: page allocation failure: order:0, mode:0x100dc2(GFP_HIGHUSER)",
+            ),
+            rec(
+                3,
+                "CPU: 0 UID: 1000 PID: 4001 Comm: python3 Not tainted 7.1.3 #1",
+            ),
+            rec(4, " ttm_pool_alloc+0x2bd/0x690 [ttm]"),
+            rec(5, "Mem-Info:"),
+            rec(6, "active_anon:0 inactive_anon:0"),
+            rec(7, "Out of memory: Killed process 7 (x) total-vm:1kB"),
+        ];
+        let kept: Vec<u64> = evidence(log).iter().map(|r| r.seq).collect();
+        assert_eq!(kept, [2, 3, 4, 7]);
+    }
+
+    #[test]
+    fn journal_json_lines_become_records() {
+        let text = r#"{"MESSAGE":"NVRM: Xid (PCI:0000:0a:00): 31, pid=13332","PRIORITY":"4","_SOURCE_MONOTONIC_TIMESTAMP":"14328198504"}
+not json
+{"MESSAGE":[120,101,32,255],"PRIORITY":"3","__MONOTONIC_TIMESTAMP":"5"}
+{"PRIORITY":"3"}
+"#;
+        let r = journal_records(text);
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].prio, r[0].usec), (4, 14_328_198_504));
+        assert_eq!(r[1].message, "xe \u{fffd}");
+    }
+
+    #[test]
+    fn boot_time_comes_from_proc_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(dir.path().join("proc/stat"), "cpu 1 2\nbtime 1764780000\n").unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        assert_eq!(boot_time_s(&root), Some(1_764_780_000));
+        let log = WholeLog::read(&root);
+        assert_eq!(log.origin, Some(LogOrigin::Tree));
+        assert!(log.records.is_empty() && log.unreadable.is_none());
+    }
+
+    #[test]
+    fn the_cache_reads_again_only_when_old() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dev")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let mut cache = LogCache::default();
+        let t0 = Instant::now();
+        assert!(cache.get(&root, t0).records.is_empty());
+        let line = "6,1,5,-;Out of memory: Killed process 7 (x) total-vm:1kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB\n";
+        std::fs::write(dir.path().join("dev/kmsg"), line).unwrap();
+        assert!(
+            cache.get(&root, t0 + REREAD / 2).records.is_empty(),
+            "cached"
+        );
+        assert_eq!(cache.get(&root, t0 + REREAD).records.len(), 1, "read again");
+    }
+
+    #[test]
+    fn an_unreadable_tree_log_is_noted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dev/kmsg")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let log = WholeLog::read(&root);
+        assert!(log.unreadable.is_some());
+        let mut stats = ScanStats::default();
+        log.note(&mut stats);
+        assert_eq!(stats.issues_total, 1);
+        assert!(stats.issues[0].detail.contains("OOM kills"));
+    }
+}
