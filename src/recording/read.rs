@@ -1,6 +1,7 @@
 //! Reading a recording back: meta and the small tables whole, samples and usage points folded
 //! (see `read_host`, `read_series`), so memory stays bounded whatever the recording's length.
 
+use super::read_check::{check, MAX_VALUE_BYTES};
 use super::read_host::{fold_host, HostSummary};
 use super::read_rows::{self, Layout};
 use super::read_series::{fold_group, ClassSeries, Columns, Life};
@@ -8,8 +9,9 @@ use super::{RecordingError, UnknownValue, OLDEST_READABLE, SCHEMA_VERSION};
 use crate::findings::{Backing, Kind, Severity};
 use crate::ledger::MemClass;
 use crate::sources::drm_devices::DeviceInfo;
+use rusqlite::limits::Limit;
 use rusqlite::{Connection, OpenFlags};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 /// A recorded process.
@@ -112,6 +114,9 @@ pub struct Recording {
     pub times: BTreeMap<usize, u64>,
     /// What the job's own output showed (empty before schema 4 and in attach modes).
     pub evidence: super::JobEvidence,
+    /// A `-wal` file lay beside the recording: its recorder was killed, or is still writing. The
+    /// file was read without it, so the last seconds that only the `-wal` holds are missing.
+    pub not_closed: bool,
 }
 
 impl Recording {
@@ -174,7 +179,7 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         return Err(not("not a regular file".into()));
     }
     let conn = connect(path).map_err(|e| not(e.to_string()))?;
-    let mut layout = check(&conn, &p)?;
+    let mut layout = check(&conn).map_err(not)?;
     let meta: BTreeMap<String, String> = (|| {
         let mut st = conn.prepare("SELECT key, value FROM meta")?;
         let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -195,7 +200,9 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         return Err(not(format!("schema version {version} is unknown")));
     }
     layout.version = version;
-    read_all(&conn, meta, layout).map_err(|source| read_error(p, source))
+    let mut rec = read_all(&conn, meta, layout).map_err(|source| read_error(p, source))?;
+    rec.not_closed = beside(path, "-wal").symlink_metadata().is_ok();
+    Ok(rec)
 }
 
 /// A value the reader could not convert to its enum is its own error, not SQLite's.
@@ -215,19 +222,26 @@ fn read_error(path: String, source: rusqlite::Error) -> RecordingError {
     }
 }
 
-/// A finished recording is one file: open it immutable, so that SQLite creates no `-wal` or
-/// `-shm` beside it. A `-wal` beside it means a recorder is writing (or was killed): read through
-/// it, read-only.
+/// Opens the file read-only and immutable, whatever lies beside it: SQLite then takes no locks
+/// and never opens or creates a `-wal`, `-shm` or `-journal` (a `-wal` left by a killed
+/// recorder could be a hard link to any file, which a read-write open would write to). A
+/// recording whose recorder is still writing is read as of its last checkpoint. Strings and blobs
+/// longer than [`MAX_VALUE_BYTES`] are an error, not an allocation.
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if Path::new(&wal).exists() {
-        return Connection::open_with_flags(path, flags);
-    }
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let mut uri = url_path(path);
     uri.push_str("?immutable=1");
-    Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+    let conn = Connection::open_with_flags(uri, flags)?;
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES);
+    Ok(conn)
+}
+
+/// The path of the file SQLite would keep beside `path` with this suffix.
+fn beside(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
 }
 
 /// `file:` URI of a path, with the characters URIs reserve and non-ASCII bytes escaped (SQLite
@@ -241,53 +255,6 @@ fn url_path(path: &Path) -> String {
         }
     }
     out
-}
-
-/// Checks that the file has the tables of a recording and which optional columns it has.
-fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
-    let not = |why: String| RecordingError::NotARecording {
-        path: p.to_string(),
-        why,
-    };
-    let tables: BTreeSet<String> = (|| {
-        let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
-        let rows = st.query_map([], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()
-    })()
-    .map_err(|e| not(e.to_string()))?;
-    let missing: Vec<&str> = [
-        "meta",
-        "samples",
-        "processes",
-        "devices",
-        "series",
-        "points",
-        "findings",
-    ]
-    .into_iter()
-    .filter(|t| !tables.contains(*t))
-    .collect();
-    if !missing.is_empty() {
-        return Err(not(format!("missing tables: {}", missing.join(", "))));
-    }
-    let labels = conn
-        .prepare("SELECT 1 FROM pragma_table_info('processes') WHERE name = 'labels'")
-        .and_then(|mut st| st.exists([]))
-        .map_err(|e| not(e.to_string()))?;
-    Ok(Layout {
-        labels,
-        kernel_log: tables.contains("kernel_log"),
-        output: [
-            "output_lines",
-            "output_tail",
-            "rates",
-            "rate_points",
-            "markers",
-        ]
-        .iter()
-        .all(|t| tables.contains(*t)),
-        version: SCHEMA_VERSION,
-    })
 }
 
 fn read_all(
@@ -339,43 +306,60 @@ fn read_all(
         kernel,
         kernel_counts,
         times,
+        not_closed: false,
     })
 }
 
+/// Groups the series rows by (pid, device, class) in one ordered pass (the rows come sorted, so
+/// a group ends where the key changes) and folds each group; a process's life is looked up by pid
+/// in a map.
 fn read_series(
     conn: &Connection,
     processes: &[RecordedProcess],
     cols: Columns,
 ) -> rusqlite::Result<Vec<ClassSeries>> {
-    let mut groups: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
-    let mut st = conn.prepare("SELECT id, pid, device, class FROM series ORDER BY id")?;
-    let mut rows = st.query([])?;
-    while let Some(r) = rows.next()? {
-        groups
-            .entry((r.get(1)?, r.get(2)?, r.get(3)?))
-            .or_default()
-            .push(r.get(0)?);
-    }
     let end = cols.span.saturating_sub(1);
-    groups
-        .into_iter()
-        .map(|((pid, device, class), ids)| {
-            let life = processes.iter().find(|p| p.pid == pid).map_or(
-                Life {
-                    first: 0,
-                    last: end,
-                },
-                |p| Life {
-                    first: p.first,
-                    last: p.last.min(end),
-                },
-            );
-            let class = match class.as_str() {
-                "device" => MemClass::Device,
-                "stolen" => MemClass::Stolen,
-                _ => MemClass::Host,
+    let lives: HashMap<u32, Life> = processes
+        .iter()
+        .map(|p| {
+            let life = Life {
+                first: p.first,
+                last: p.last.min(end),
             };
-            fold_group(conn, (pid, device, class), &ids, life, cols)
+            (p.pid, life)
         })
-        .collect()
+        .collect();
+    let whole = Life {
+        first: 0,
+        last: end,
+    };
+    let mut out = Vec::new();
+    let mut group: Option<((u32, String, String), Vec<i64>)> = None;
+    let mut st =
+        conn.prepare("SELECT id, pid, device, class FROM series ORDER BY pid, device, class, id")?;
+    let mut rows = st.query([])?;
+    loop {
+        let row = rows.next()?;
+        let key = match row {
+            Some(r) => Some(((r.get(1)?, r.get(2)?, r.get(3)?), r.get::<_, i64>(0)?)),
+            None => None,
+        };
+        let same = matches!((&group, &key), (Some((g, _)), Some((k, _))) if g == k);
+        if !same {
+            if let Some(((pid, device, class), ids)) = group.take() {
+                let class = match class.as_str() {
+                    "device" => MemClass::Device,
+                    "stolen" => MemClass::Stolen,
+                    _ => MemClass::Host,
+                };
+                let life = lives.get(&pid).copied().unwrap_or(whole);
+                out.push(fold_group(conn, (pid, device, class), &ids, life, cols)?);
+            }
+        }
+        match (key, &mut group) {
+            (Some((_, id)), Some((_, ids))) => ids.push(id),
+            (Some((k, id)), None) => group = Some((k, vec![id])),
+            (None, _) => return Ok(out),
+        }
+    }
 }
