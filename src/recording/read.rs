@@ -1,7 +1,7 @@
 //! Reading a recording back: meta and the small tables whole, samples and usage points folded
 //! (see `read_host`, `read_series`), so memory stays bounded whatever the recording's length.
 
-use super::read_check::{check, MAX_VALUE_BYTES};
+use super::read_check::{check, MAX_GROUP_SERIES, MAX_VALUE_BYTES};
 use super::read_host::{fold_host, HostSummary};
 use super::read_rows::{self, Layout};
 use super::read_series::{fold_group, ClassSeries, Columns, Life};
@@ -98,11 +98,11 @@ pub struct Recording {
     pub host: HostSummary,
     /// Sample indices run from 0 to `span - 1`.
     pub span: usize,
-    /// Processes.
+    /// Processes, in pid order.
     pub processes: Vec<RecordedProcess>,
     /// Devices.
     pub devices: Vec<DeviceInfo>,
-    /// One series per (pid, device, class), folded.
+    /// One series per (pid, device, class), folded, in that order.
     pub series: Vec<ClassSeries>,
     /// Findings.
     pub findings: Vec<RecordedFinding>,
@@ -150,16 +150,20 @@ impl Recording {
         self.kernel_counts.get(kind).copied().unwrap_or(0)
     }
 
-    /// The process record of a pid.
+    /// The process record of a pid (a binary search: `processes` is in pid order).
     pub fn process(&self, pid: u32) -> Option<&RecordedProcess> {
-        self.processes.iter().find(|p| p.pid == pid)
+        let k = self.processes.partition_point(|p| p.pid < pid);
+        self.processes.get(k).filter(|p| p.pid == pid)
     }
 
-    /// The series of one class of a process on a device.
+    /// The series of one class of a process on a device (a binary search: `series` is in
+    /// (pid, device, class) order).
     pub fn class_series(&self, pid: u32, device: &str, class: MemClass) -> Option<&ClassSeries> {
-        self.series
-            .iter()
-            .find(|s| s.pid == pid && s.device == device && s.class == class)
+        let key = (pid, device, class);
+        let k = self
+            .series
+            .partition_point(|s| (s.pid, s.device.as_str(), s.class) < key);
+        self.series.get(k).filter(|s| (s.pid, s.device.as_str(), s.class) == key)
     }
 }
 
@@ -281,6 +285,7 @@ fn read_all(
     let devices = read_rows::devices(conn)?;
     let findings = read_rows::findings(conn, cols, layout)?;
     let (kernel, kernel_counts) = read_rows::kernel(conn, cols, layout)?;
+    conn.set_prepared_statement_cache_capacity(MAX_GROUP_SERIES + 16);
     let series = read_series(conn, &processes, cols)?;
     let end_job = processes.iter().map(|p| p.last).max();
     let mut wanted: BTreeSet<usize> = [0].into();
@@ -359,7 +364,10 @@ fn read_series(
         match (key, &mut group) {
             (Some((_, id)), Some((_, ids))) => ids.push(id),
             (Some((k, id)), None) => group = Some((k, vec![id])),
-            (None, _) => return Ok(out),
+            (None, _) => break,
         }
     }
+    // Class names this build does not know read as host, which can break the order.
+    out.sort_by(|a, b| (a.pid, &a.device, a.class).cmp(&(b.pid, &b.device, b.class)));
+    Ok(out)
 }

@@ -43,7 +43,7 @@ pub(super) const MAX_ROWS: [(&str, i64); 5] = [
     ("findings", 100_000),
 ];
 /// Most series (regions) in one (pid, device, class) group: they are merged with one cursor each.
-pub(super) const MAX_GROUP_SERIES: i64 = 256;
+pub(super) const MAX_GROUP_SERIES: usize = 256;
 /// Longest string or blob SQLite hands out while reading a recording (a recorder writes command
 /// lines and messages far below it).
 pub(super) const MAX_VALUE_BYTES: i32 = 16 << 20;
@@ -74,7 +74,7 @@ pub(super) fn check(conn: &Connection) -> Result<Layout, String> {
         conn,
         "SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM series GROUP BY pid, device, class)",
     )?;
-    if let Some(n) = widest.filter(|n| *n > MAX_GROUP_SERIES) {
+    if let Some(n) = widest.filter(|n| *n > MAX_GROUP_SERIES as i64) {
         return Err(format!(
             "{n} series for one process, device and class; a recording holds at most {MAX_GROUP_SERIES}"
         ));

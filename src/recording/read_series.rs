@@ -177,10 +177,13 @@ pub(super) fn fold_group(
     life: Life,
     cols: Columns,
 ) -> rusqlite::Result<ClassSeries> {
-    let mut stmts = ids
-        .iter()
-        .map(|_| {
-            conn.prepare("SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample")
+    // One cached statement per cursor position (the comment makes each its own cache entry):
+    // a recording of many small groups prepares each statement once, not once per group.
+    let mut stmts = (0..ids.len())
+        .map(|k| {
+            conn.prepare_cached(&format!(
+                "SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample -- {k}"
+            ))
         })
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut rows = stmts
