@@ -48,7 +48,10 @@ fn cost(args: &[&str], tmp: &Path) -> Cost {
         if let Some(st) = child.try_wait().unwrap() {
             break st;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "gpuledger {args:?} hangs");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "gpuledger {args:?} hangs"
+        );
         std::thread::sleep(Duration::from_millis(5));
     };
     Cost {
@@ -64,7 +67,10 @@ fn entries_in(dir: &Path) -> usize {
 }
 
 /// A zstd-compressed tar at `path`, built by `build`.
-fn zst_tar(path: &Path, build: impl FnOnce(&mut tar::Builder<zstd::stream::AutoFinishEncoder<std::fs::File>>)) {
+fn zst_tar(
+    path: &Path,
+    build: impl FnOnce(&mut tar::Builder<zstd::stream::AutoFinishEncoder<std::fs::File>>),
+) {
     let enc = zstd::Encoder::new(std::fs::File::create(path).unwrap(), 3)
         .unwrap()
         .auto_finish();
@@ -92,13 +98,21 @@ fn a_symlink_name_bomb_is_refused_in_bounded_memory() {
     zst_tar(&archive, |b| {
         for i in 0..60_000 {
             let mut h = header(tar::EntryType::Symlink, 0);
-            b.append_link(&mut h, format!("{name}{i}"), &target).unwrap();
+            b.append_link(&mut h, format!("{name}{i}"), &target)
+                .unwrap();
         }
     });
     let sandbox = tempfile::tempdir().unwrap();
-    let c = cost(&["--root", archive.to_str().unwrap(), "--json"], sandbox.path());
+    let c = cost(
+        &["--root", archive.to_str().unwrap(), "--json"],
+        sandbox.path(),
+    );
     assert!(!c.ok);
-    assert!(c.stderr.contains("symlink names and targets exceed"), "{}", c.stderr);
+    assert!(
+        c.stderr.contains("symlink names and targets exceed"),
+        "{}",
+        c.stderr
+    );
     assert!(c.peak_kib < 100 << 10, "peak RSS {} KiB", c.peak_kib);
     assert_eq!(entries_in(sandbox.path()), 0, "nothing left in TMPDIR");
     eprintln!("symlink bomb: peak {} KiB in {:?}", c.peak_kib, c.elapsed);
@@ -133,10 +147,17 @@ fn pax_sizes_are_counted_and_nothing_is_written() {
         }
     });
     let sandbox = tempfile::tempdir().unwrap();
-    let c = cost(&["--root", archive.to_str().unwrap(), "--json"], sandbox.path());
+    let c = cost(
+        &["--root", archive.to_str().unwrap(), "--json"],
+        sandbox.path(),
+    );
     assert!(!c.ok);
     assert!(c.stderr.contains("exceed 1 GiB"), "{}", c.stderr);
-    assert_eq!(entries_in(sandbox.path()), 0, "refused before writing anything");
+    assert_eq!(
+        entries_in(sandbox.path()),
+        0,
+        "refused before writing anything"
+    );
     eprintln!("pax size: peak {} KiB in {:?}", c.peak_kib, c.elapsed);
 }
 
@@ -149,13 +170,17 @@ fn a_deep_tree_is_refused_before_any_directory_is_made() {
     zst_tar(&archive, |b| {
         for i in 0..20 {
             let mut h = header(tar::EntryType::Regular, 1);
-            b.append_data(&mut h, format!("{deep}{i}"), &b"x"[..]).unwrap();
+            b.append_data(&mut h, format!("{deep}{i}"), &b"x"[..])
+                .unwrap();
         }
         let mut h = header(tar::EntryType::Symlink, 0);
         b.append_link(&mut h, "a", "/").unwrap();
     });
     let sandbox = tempfile::tempdir().unwrap();
-    let c = cost(&["--root", archive.to_str().unwrap(), "--json"], sandbox.path());
+    let c = cost(
+        &["--root", archive.to_str().unwrap(), "--json"],
+        sandbox.path(),
+    );
     assert!(!c.ok);
     assert!(c.stderr.contains("longer than 4096 bytes"), "{}", c.stderr);
     assert_eq!(entries_in(sandbox.path()), 0, "no directory left in TMPDIR");
@@ -177,7 +202,11 @@ fn recording(dir: &Path, name: &str) -> std::path::PathBuf {
         "sleep",
         "0.05",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     ledger
 }
 
@@ -201,7 +230,10 @@ fn reading_a_recording_never_writes_beside_it() {
     assert!(c.stderr.contains("not closed cleanly"), "{}", c.stderr);
     for (canary, before) in canaries {
         assert_eq!(std::fs::read(&canary).unwrap(), b"do not touch");
-        assert_eq!(std::fs::metadata(&canary).unwrap().modified().unwrap(), before);
+        assert_eq!(
+            std::fs::metadata(&canary).unwrap().modified().unwrap(),
+            before
+        );
     }
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -241,7 +273,11 @@ fn a_generated_comm_is_refused_before_it_is_computed() {
     );
     let c = cost(&["show", ledger.to_str().unwrap(), "--json"], tmp.path());
     assert!(!c.ok);
-    assert!(c.stderr.contains("processes.comm is generated"), "{}", c.stderr);
+    assert!(
+        c.stderr.contains("processes.comm is generated"),
+        "{}",
+        c.stderr
+    );
     assert!(c.peak_kib < 100 << 10, "peak RSS {} KiB", c.peak_kib);
     assert!(c.elapsed < Duration::from_secs(10), "took {:?}", c.elapsed);
 }
@@ -267,7 +303,11 @@ fn views_and_triggers_are_refused() {
 
 /// Adds `n` series rows for processes that were never recorded, each with one point.
 fn add_series(ledger: &Path, n: u64, same_process: bool) {
-    let pid = if same_process { "4242424" } else { "1000000 + i" };
+    let pid = if same_process {
+        "4242424"
+    } else {
+        "1000000 + i"
+    };
     craft(
         ledger,
         &format!(

@@ -220,7 +220,7 @@ mod tests {
             let a = Ask {
                 rel: &rel,
                 is_dir: false,
-                    target: Some(&target),
+                target: Some(&target),
             };
             if let Err(e) = b.admit(&a) {
                 refused = Some((i, e));

@@ -23,13 +23,13 @@ mod beneath;
 mod budget;
 mod meter;
 
+use crate::clock::{Clock, SystemClock};
 use beneath::Beneath;
 use budget::{Ask, Budget};
 pub use budget::{
     Limit, MAX_DEPTH, MAX_DIRS, MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_LINK_BYTES, MAX_NAME_BYTES,
     MAX_TIME, MAX_TOTAL_BYTES,
 };
-use crate::clock::{Clock, SystemClock};
 use meter::{Meter, Metered};
 use std::fs::File;
 use std::io::{self, Read};

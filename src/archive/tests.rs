@@ -241,7 +241,13 @@ fn a_pax_size_counts_against_the_entry_cap() {
     let sandbox = tempfile::tempdir().unwrap();
     let err = extract_in(f.path(), sandbox.path()).unwrap_err();
     assert!(
-        matches!(err, ArchiveError::OverBudget { limit: Limit::EntryBytes, .. }),
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::EntryBytes,
+                ..
+            }
+        ),
         "{err}"
     );
     assert_eq!(entries_in(sandbox.path()), 0);
@@ -263,7 +269,13 @@ fn pax_sizes_count_against_the_total_before_anything_is_written() {
     let sandbox = tempfile::tempdir().unwrap();
     let err = extract_in(f.path(), sandbox.path()).unwrap_err();
     assert!(
-        matches!(err, ArchiveError::OverBudget { limit: Limit::TotalBytes, .. }),
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::TotalBytes,
+                ..
+            }
+        ),
         "{err}"
     );
     assert_eq!(entries_in(sandbox.path()), 0, "refused before writing");
@@ -273,7 +285,9 @@ fn pax_sizes_count_against_the_total_before_anything_is_written() {
 fn a_pax_sized_file_unpacks_with_its_pax_size() {
     let f = archive_with(|b| pax_sized_entry(b, "proc/meminfo", 1000));
     let dir = extract(f.path()).unwrap();
-    let len = std::fs::metadata(dir.path().join("proc/meminfo")).unwrap().len();
+    let len = std::fs::metadata(dir.path().join("proc/meminfo"))
+        .unwrap()
+        .len();
     assert_eq!(len, 1000);
 }
 
@@ -282,11 +296,15 @@ fn a_symlink_name_bomb_is_refused_by_the_total_before_anything_is_written() {
     // The shape (30 KB name and target) is refused at its first entry; links just under
     // the per-name cap run into the total of symlink text.
     let long = |c: char| vec![c.to_string().repeat(200); 19].join("/");
-    for (name, target) in [("a".repeat(30_000), "b".repeat(30_000)), (long('a'), long('b'))] {
+    for (name, target) in [
+        ("a".repeat(30_000), "b".repeat(30_000)),
+        (long('a'), long('b')),
+    ] {
         let f = zst_archive(|b| {
             for i in 0..6_000 {
                 let mut h = header(tar::EntryType::Symlink, 0);
-                b.append_link(&mut h, format!("{name}{i}"), &target).unwrap();
+                b.append_link(&mut h, format!("{name}{i}"), &target)
+                    .unwrap();
             }
         });
         let sandbox = tempfile::tempdir().unwrap();
@@ -323,7 +341,13 @@ fn deep_trees_are_refused_before_anything_is_created() {
     let f = archive_with(|b| file_entry(b, &format!("{}f", "d/".repeat(MAX_DEPTH)), b"x"));
     let err = extract_in(f.path(), sandbox.path()).unwrap_err();
     assert!(
-        matches!(err, ArchiveError::OverBudget { limit: Limit::Depth, .. }),
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::Depth,
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -340,7 +364,13 @@ fn implied_directories_count_against_the_budget() {
     let sandbox = tempfile::tempdir().unwrap();
     let err = extract_in(f.path(), sandbox.path()).unwrap_err();
     assert!(
-        matches!(err, ArchiveError::OverBudget { limit: Limit::Dirs, .. }),
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::Dirs,
+                ..
+            }
+        ),
         "{err}"
     );
     assert_eq!(entries_in(sandbox.path()), 0);

@@ -163,7 +163,9 @@ impl Recording {
         let k = self
             .series
             .partition_point(|s| (s.pid, s.device.as_str(), s.class) < key);
-        self.series.get(k).filter(|s| (s.pid, s.device.as_str(), s.class) == key)
+        self.series
+            .get(k)
+            .filter(|s| (s.pid, s.device.as_str(), s.class) == key)
     }
 }
 
@@ -232,8 +234,9 @@ fn read_error(path: String, source: rusqlite::Error) -> RecordingError {
 /// recording whose recorder is still writing is read as of its last checkpoint. Strings and blobs
 /// longer than [`MAX_VALUE_BYTES`] are an error, not an allocation.
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let flags =
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
     let mut uri = url_path(path);
     uri.push_str("?immutable=1");
     let conn = Connection::open_with_flags(uri, flags)?;

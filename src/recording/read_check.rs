@@ -67,7 +67,9 @@ pub(super) fn check(conn: &Connection) -> Result<Layout, String> {
     for (table, max) in MAX_ROWS {
         let n: i64 = query_one(conn, &format!("SELECT COUNT(*) FROM {table}"))?;
         if n > max {
-            return Err(format!("{n} rows in {table}; a recording holds at most {max}"));
+            return Err(format!(
+                "{n} rows in {table}; a recording holds at most {max}"
+            ));
         }
     }
     let widest: Option<i64> = query_one(
@@ -114,7 +116,11 @@ fn schema(conn: &Connection) -> Result<BTreeSet<String>, String> {
             _ => {
                 return Err(format!(
                     "it holds {} {name:?}, which gpuledger never writes",
-                    if is_virtual { "the virtual table" } else { &kind }
+                    if is_virtual {
+                        "the virtual table"
+                    } else {
+                        &kind
+                    }
                 ))
             }
         }
@@ -152,7 +158,9 @@ fn is_literal(default: &str) -> bool {
     d.len() <= 64
         && (quoted && !d[1..d.len() - 1].contains('\'')
             || d.eq_ignore_ascii_case("null")
-            || !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)))
+            || !d.is_empty()
+                && d.bytes()
+                    .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)))
 }
 
 fn query_one<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> Result<T, String> {

@@ -100,7 +100,9 @@ impl Fold {
         if from > to {
             return;
         }
-        self.s.columns.merge(self.cols.of(from), self.cols.of(to), v);
+        self.s
+            .columns
+            .merge(self.cols.of(from), self.cols.of(to), v);
     }
 
     /// The value becomes `v` at sample index `i` (indices never go back).
