@@ -49,7 +49,7 @@ fn cost(args: &[&str], tmp: &Path) -> Cost {
             break st;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(120),
+            start.elapsed() < Duration::from_secs(240),
             "gpuledger {args:?} hangs"
         );
         std::thread::sleep(Duration::from_millis(5));
@@ -329,7 +329,7 @@ fn a_hundred_thousand_series_read_in_bounded_memory_and_time() {
     assert!(c.ok, "{}", c.stderr);
     eprintln!("100k series: peak {} KiB in {:?}", c.peak_kib, c.elapsed);
     assert!(c.peak_kib < 400 << 10, "peak RSS {} KiB", c.peak_kib);
-    assert!(c.elapsed < Duration::from_secs(60), "took {:?}", c.elapsed);
+    assert!(c.elapsed < Duration::from_secs(120), "took {:?}", c.elapsed);
 }
 
 #[test]
