@@ -225,9 +225,14 @@ fn reading_a_recording_never_writes_beside_it() {
         let before = std::fs::metadata(&canary).unwrap().modified().unwrap();
         canaries.push((canary, before));
     }
-    let c = cost(&["show", ledger.to_str().unwrap(), "--json"], tmp.path());
+    let sandbox = tempfile::tempdir().unwrap();
+    let c = cost(
+        &["show", ledger.to_str().unwrap(), "--json"],
+        sandbox.path(),
+    );
     assert!(c.ok, "{}", c.stderr);
     assert!(c.stderr.contains("not closed cleanly"), "{}", c.stderr);
+    assert_eq!(entries_in(sandbox.path()), 0, "the private copy is removed");
     for (canary, before) in canaries {
         assert_eq!(std::fs::read(&canary).unwrap(), b"do not touch");
         assert_eq!(

@@ -57,10 +57,11 @@ fn shaped(data: &[u8]) -> Option<Vec<u8>> {
     let mut b = tar::Builder::new(Vec::new());
     match tag {
         b'L' => {
-            let (name, target) = ("n/".repeat(n(1) * 10), "t".repeat(n(2) * 20));
+            let dirs = format!("{}/", "n".repeat(200)).repeat(n(1) % 20);
+            let target = "t".repeat(n(2) * 20);
             for i in 0..n(0) * 16 {
                 let mut h = header(tar::EntryType::Symlink, "", 0);
-                b.append_link(&mut h, format!("{name}{i}"), &target).ok()?;
+                b.append_link(&mut h, format!("l/{dirs}{i}"), &target).ok()?;
             }
         }
         b'P' => {

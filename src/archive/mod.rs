@@ -42,6 +42,8 @@ pub const MAX_HEADER_BYTES: u64 = 64 << 10;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const BLOCK: u64 = 512;
+/// Characters of an entry name quoted in an error.
+const SHOWN_NAME: usize = 200;
 
 /// A capture archive that cannot be used.
 #[derive(Debug, Error)]
@@ -208,7 +210,7 @@ fn walk(
             false => io_err(e),
         })?;
         let raw_name = entry.path_bytes();
-        let name = String::from_utf8_lossy(&raw_name).into_owned();
+        let name = shown(&raw_name);
         budget.entry(raw_name.len()).map_err(|l| over(&name, l))?;
         // What the tar reader will hand out: a pax `size` record overrides the header's.
         let size = entry.size();
@@ -222,6 +224,16 @@ fn walk(
         last = name;
     }
     Ok(())
+}
+
+/// An entry's name as error messages quote it: at most [`SHOWN_NAME`] characters, then its
+/// length (a hostile name can be 64 KiB).
+fn shown(raw: &[u8]) -> String {
+    let name = String::from_utf8_lossy(raw);
+    match name.char_indices().nth(SHOWN_NAME) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &name[..cut], raw.len()),
+        None => name.into_owned(),
+    }
 }
 
 /// The entry as an [`Item`], `None` for entries that carry no file (the archive's own `.`, pax

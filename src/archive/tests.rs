@@ -375,3 +375,11 @@ fn implied_directories_count_against_the_budget() {
     );
     assert_eq!(entries_in(sandbox.path()), 0);
 }
+
+#[test]
+fn long_names_are_shortened_in_errors() {
+    let f = archive_with(|b| file_entry(b, &format!("{}f", "d/".repeat(3000)), b"x"));
+    let err = extract(f.path()).unwrap_err().to_string();
+    assert!(err.len() < 500, "{err}");
+    assert!(err.contains("(6001 bytes)"), "{err}");
+}

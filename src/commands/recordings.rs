@@ -15,7 +15,7 @@ pub fn open_all(paths: &[PathBuf], what: &str) -> Result<Vec<(String, Recording)
             let rec = recording::open(&file).with_context(|| what.to_string())?;
             if rec.not_closed {
                 eprintln!(
-                    "gpuledger: {} was not closed cleanly (a -wal file lies beside it; its recorder was killed or is still writing): read without the -wal, so its last seconds may be missing",
+                    "gpuledger: {} was not closed cleanly (a -wal file lies beside it: its recorder was killed or is still writing); read from a private copy, its last seconds may be missing",
                     gpuledger::outputs::safe_text::safe(&file.display().to_string())
                 );
             }

@@ -56,6 +56,7 @@ mod read;
 mod read_check;
 mod read_columns;
 mod read_host;
+mod read_open;
 mod read_output;
 mod read_rows;
 mod read_series;

@@ -1,7 +1,7 @@
 //! Reading a recording back: meta and the small tables whole, samples and usage points folded
 //! (see `read_host`, `read_series`), so memory stays bounded whatever the recording's length.
 
-use super::read_check::{check, MAX_GROUP_SERIES, MAX_VALUE_BYTES};
+use super::read_check::{check, MAX_GROUP_SERIES};
 use super::read_host::{fold_host, HostSummary};
 use super::read_rows::{self, Layout};
 use super::read_series::{fold_group, ClassSeries, Columns, Life};
@@ -9,8 +9,7 @@ use super::{RecordingError, UnknownValue, OLDEST_READABLE, SCHEMA_VERSION};
 use crate::findings::{Backing, Kind, Severity};
 use crate::ledger::MemClass;
 use crate::sources::drm_devices::DeviceInfo;
-use rusqlite::limits::Limit;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
@@ -115,7 +114,8 @@ pub struct Recording {
     /// What the job's own output showed (empty before schema 4 and in attach modes).
     pub evidence: super::JobEvidence,
     /// A `-wal` file lay beside the recording: its recorder was killed, or is still writing. The
-    /// file was read without it, so the last seconds that only the `-wal` holds are missing.
+    /// file and its `-wal` were read from a private copy (or, where the `-wal` could not be copied,
+    /// the file alone, missing the last seconds that only the `-wal` holds).
     pub not_closed: bool,
 }
 
@@ -184,8 +184,9 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
     if !meta.is_file() {
         return Err(not("not a regular file".into()));
     }
-    let conn = connect(path).map_err(|e| not(e.to_string()))?;
-    let mut layout = check(&conn).map_err(not)?;
+    let opened = super::read_open::open(path).map_err(not)?;
+    let conn = &opened.conn;
+    let mut layout = check(conn).map_err(not)?;
     let meta: BTreeMap<String, String> = (|| {
         let mut st = conn.prepare("SELECT key, value FROM meta")?;
         let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -206,8 +207,8 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         return Err(not(format!("schema version {version} is unknown")));
     }
     layout.version = version;
-    let mut rec = read_all(&conn, meta, layout).map_err(|source| read_error(p, source))?;
-    rec.not_closed = beside(path, "-wal").symlink_metadata().is_ok();
+    let mut rec = read_all(conn, meta, layout).map_err(|source| read_error(p, source))?;
+    rec.not_closed = opened.not_closed;
     Ok(rec)
 }
 
@@ -226,42 +227,6 @@ fn read_error(path: String, source: rusqlite::Error) -> RecordingError {
         },
         source => RecordingError::Sqlite { path, source },
     }
-}
-
-/// Opens the file read-only and immutable, whatever lies beside it: SQLite then takes no locks
-/// and never opens or creates a `-wal`, `-shm` or `-journal` (a `-wal` left by a killed
-/// recorder could be a hard link to any file, which a read-write open would write to). A
-/// recording whose recorder is still writing is read as of its last checkpoint. Strings and blobs
-/// longer than [`MAX_VALUE_BYTES`] are an error, not an allocation.
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
-    let mut uri = url_path(path);
-    uri.push_str("?immutable=1");
-    let conn = Connection::open_with_flags(uri, flags)?;
-    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES);
-    Ok(conn)
-}
-
-/// The path of the file SQLite would keep beside `path` with this suffix.
-fn beside(path: &Path, suffix: &str) -> std::path::PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    name.into()
-}
-
-/// `file:` URI of a path, with the characters URIs reserve and non-ASCII bytes escaped (SQLite
-/// decodes `%XX` back to the raw byte).
-fn url_path(path: &Path) -> String {
-    let mut out = String::from("file:");
-    for b in path.as_os_str().as_encoded_bytes() {
-        match b {
-            b'?' | b'#' | b'%' | 0x80.. => out.push_str(&format!("%{b:02X}")),
-            _ => out.push(char::from(*b)),
-        }
-    }
-    out
 }
 
 fn read_all(
