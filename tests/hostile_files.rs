@@ -351,3 +351,39 @@ fn too_many_series_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("rows in series"), "{err}");
 }
+
+#[test]
+fn a_wal_that_is_a_fifo_or_a_link_to_dev_zero_is_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = recording(tmp.path(), "odd.ledger");
+    let wal = tmp.path().join("odd.ledger-wal");
+    for make in ["fifo", "link"] {
+        let _ = std::fs::remove_file(&wal);
+        match make {
+            "fifo" => assert!(std::process::Command::new("mkfifo")
+                .arg(&wal)
+                .status()
+                .unwrap()
+                .success()),
+            _ => std::os::unix::fs::symlink("/dev/zero", &wal).unwrap(),
+        }
+        let sandbox = tempfile::tempdir().unwrap();
+        let c = cost(
+            &["show", ledger.to_str().unwrap(), "--json"],
+            sandbox.path(),
+        );
+        assert!(c.ok, "{make}: {}", c.stderr);
+        assert!(c.stderr.contains("not closed cleanly"), "{}", c.stderr);
+        assert!(
+            c.elapsed < Duration::from_secs(30),
+            "{make}: {:?}",
+            c.elapsed
+        );
+        assert!(
+            c.peak_kib < 100 << 10,
+            "{make}: peak RSS {} KiB",
+            c.peak_kib
+        );
+        assert_eq!(entries_in(sandbox.path()), 0);
+    }
+}
