@@ -2,23 +2,34 @@
 //!
 //! An archive is hostile input (a capture attached to a bug report by anyone). It is read twice:
 //!
-//! 1. **Validate**, writing nothing: every entry's name, type and size is checked, the entry count
-//!    and the unpacked total are capped, and the bytes the tar reader may consume between two
-//!    entries (headers, GNU long names, pax records) are bounded by a [`meter::Meter`] under it, so
-//!    a header bomb costs at most [`MAX_HEADER_BYTES`] of reading and memory per entry. A refused
-//!    archive leaves nothing on disk and fails in the time it takes to read its headers.
+//! 1. **Validate**, writing nothing: every entry's name, type and size is checked against one
+//!    [`budget::Budget`] for the whole archive (bytes as the tar reader will unpack them, entries,
+//!    directories including the parents paths imply, depth, symlink text, time), and the bytes the
+//!    tar reader may consume between two entries (headers, GNU long names, pax records) are
+//!    bounded by a [`meter::Meter`] under it, so a header bomb costs at most [`MAX_HEADER_BYTES`]
+//!    of reading and memory per entry. A refused archive leaves nothing on disk and fails in the
+//!    time it takes to read its headers.
 //! 2. **Unpack** into a new private directory through a directory handle ([`beneath`]): no path
 //!    component is ever followed through a symlink, so no entry can be written outside, whatever
 //!    the order of links and files. Symlinks are created last and only as data: [`crate::root::Root`]
-//!    resolves them inside the root, and the root itself is never a symlink ([`tree_base`]).
+//!    resolves them inside the root, and the root itself is never a symlink ([`tree_base`]). The
+//!    budget is enforced again while unpacking, so a file that changes after validation is held
+//!    to it too, and a tree cut short is removed (its depth is capped, so removal needs few fds).
 //!
 //! Unpacking rather than serving the archive from memory keeps one code path for capture
 //! directories, simulations and archives (all are trees that `Root` reads the same way).
 
 mod beneath;
+mod budget;
 mod meter;
 
+use crate::clock::{Clock, SystemClock};
 use beneath::Beneath;
+use budget::{Ask, Budget};
+pub use budget::{
+    Limit, MAX_DEPTH, MAX_DIRS, MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_LINK_BYTES, MAX_NAME_BYTES,
+    MAX_TIME, MAX_TOTAL_BYTES,
+};
 use meter::{Meter, Metered};
 use std::fs::File;
 use std::io::{self, Read};
@@ -26,17 +37,13 @@ use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
 use thiserror::Error;
 
-/// Largest single file accepted from an archive.
-pub const MAX_ENTRY_BYTES: u64 = 16 << 20;
-/// Largest unpacked tree accepted from an archive.
-pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
-/// Most entries accepted from an archive.
-pub const MAX_ENTRIES: usize = 200_000;
 /// Most bytes of headers, long names and pax records read for one entry.
 pub const MAX_HEADER_BYTES: u64 = 64 << 10;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const BLOCK: u64 = 512;
+/// Characters of an entry name quoted in an error.
+const SHOWN_NAME: usize = 200;
 
 /// A capture archive that cannot be used.
 #[derive(Debug, Error)]
@@ -60,6 +67,16 @@ pub enum ArchiveError {
         /// Why it was refused.
         why: String,
     },
+    /// The archive exceeds its budget.
+    #[error("capture archive {path} has a refused entry {entry:?}: {limit}")]
+    OverBudget {
+        /// The archive.
+        path: PathBuf,
+        /// The entry's name as stored.
+        entry: String,
+        /// The limit it exceeded.
+        limit: Limit,
+    },
 }
 
 /// Unpacks `path` into a new private temporary directory.
@@ -69,25 +86,39 @@ pub fn extract(path: &Path) -> Result<tempfile::TempDir, ArchiveError> {
 
 /// Unpacks `path` into a new private directory created inside `parent`.
 pub fn extract_in(path: &Path, parent: &Path) -> Result<tempfile::TempDir, ArchiveError> {
+    extract_with(path, parent, &SystemClock)
+}
+
+/// [`extract_in`], with the time budget read from `clock`.
+fn extract_with(
+    path: &Path,
+    parent: &Path,
+    clock: &dyn Clock,
+) -> Result<tempfile::TempDir, ArchiveError> {
     let io_err = |source| ArchiveError::Io {
         path: path.to_path_buf(),
         source,
     };
-    walk(path, &mut |_, _| Ok(()))?;
+    let started = clock.now();
+    walk(path, &mut Budget::new(clock, started), &mut |_, _| Ok(()))?;
     let dir = tempfile::Builder::new()
         .prefix("gpuledger-root-")
         .tempdir_in(parent)
         .map_err(io_err)?;
     let dest = Beneath::open(dir.path()).map_err(io_err)?;
     let mut links = Vec::new();
-    walk(path, &mut |item, data| match item {
-        Item::Dir(rel) => dest.create_dir_all(&rel),
-        Item::File(rel) => io::copy(data, &mut dest.create_file(&rel)?).map(drop),
-        Item::Symlink(rel, target) => {
-            links.push((rel, target));
-            Ok(())
-        }
-    })?;
+    walk(
+        path,
+        &mut Budget::new(clock, started),
+        &mut |item, data| match item {
+            Item::Dir(rel) => dest.create_dir_all(&rel),
+            Item::File(rel) => io::copy(data, &mut dest.create_file(&rel)?).map(drop),
+            Item::Symlink(rel, target) => {
+                links.push((rel, target));
+                Ok(())
+            }
+        },
+    )?;
     for (rel, target) in links {
         dest.create_symlink(&rel, &target).map_err(|e| {
             let why = match e.kind() {
@@ -107,6 +138,22 @@ enum Item {
     Dir(PathBuf),
     File(PathBuf),
     Symlink(PathBuf, PathBuf),
+}
+
+impl Item {
+    /// What the entry asks of the budget beyond its data.
+    fn ask(&self) -> Ask<'_> {
+        let (rel, is_dir, target) = match self {
+            Item::Dir(rel) => (rel, true, None),
+            Item::File(rel) => (rel, false, None),
+            Item::Symlink(rel, target) => (rel, false, Some(target.as_path())),
+        };
+        Ask {
+            rel,
+            is_dir,
+            target,
+        }
+    }
 }
 
 fn refused(path: &Path, entry: &str, why: impl Into<String>) -> ArchiveError {
@@ -132,22 +179,28 @@ fn open_stream(path: &Path) -> io::Result<Box<dyn Read>> {
     })
 }
 
-/// Reads every entry under the limits and hands each validated one (with its data) to `visit`.
+/// Reads every entry under the limits and the budget and hands each validated one (with its
+/// data) to `visit`.
 fn walk(
     path: &Path,
+    budget: &mut Budget<'_>,
     visit: &mut dyn FnMut(Item, &mut dyn Read) -> io::Result<()>,
 ) -> Result<(), ArchiveError> {
     let io_err = |source| ArchiveError::Io {
         path: path.to_path_buf(),
         source,
     };
+    let over = |entry: &str, limit| ArchiveError::OverBudget {
+        path: path.to_path_buf(),
+        entry: entry.to_string(),
+        limit,
+    };
     let meter = Rc::new(Meter::default());
     let stream = Metered::new(open_stream(path).map_err(io_err)?, meter.clone());
     let mut archive = tar::Archive::new(stream);
-    let mut total = 0u64;
     let mut last = String::from("(start of archive)");
     meter.allow(MAX_HEADER_BYTES);
-    for (count, entry) in archive.entries().map_err(io_err)?.enumerate() {
+    for entry in archive.entries().map_err(io_err)? {
         let mut entry = entry.map_err(|e| match meter.exhausted() {
             true => refused(
                 path,
@@ -156,30 +209,31 @@ fn walk(
             ),
             false => io_err(e),
         })?;
-        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        if count >= MAX_ENTRIES {
-            return Err(refused(
-                path,
-                &name,
-                format!("the archive has more than {MAX_ENTRIES} entries"),
-            ));
-        }
-        let size = entry.header().size().map_err(io_err)?;
-        if size > MAX_ENTRY_BYTES {
-            return Err(refused(path, &name, "file larger than 16 MiB"));
-        }
-        total += size;
-        if total > MAX_TOTAL_BYTES {
-            return Err(refused(path, &name, "unpacked tree would exceed 1 GiB"));
-        }
+        let raw_name = entry.path_bytes();
+        let name = shown(&raw_name);
+        budget.entry(raw_name.len()).map_err(|l| over(&name, l))?;
+        // What the tar reader will hand out: a pax `size` record overrides the header's.
+        let size = entry.size();
+        budget.data(size).map_err(|l| over(&name, l))?;
         meter.allow(size.div_ceil(BLOCK) * BLOCK + MAX_HEADER_BYTES);
         if let Some(item) = classify(path, &name, &entry)? {
+            budget.admit(&item.ask()).map_err(|l| over(&name, l))?;
             visit(item, &mut entry)
                 .map_err(|e| refused(path, &name, format!("cannot be unpacked: {e}")))?;
         }
         last = name;
     }
     Ok(())
+}
+
+/// An entry's name as error messages quote it: at most [`SHOWN_NAME`] characters, then its
+/// length (a hostile name can be 64 KiB).
+fn shown(raw: &[u8]) -> String {
+    let name = String::from_utf8_lossy(raw);
+    match name.char_indices().nth(SHOWN_NAME) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &name[..cut], raw.len()),
+        None => name.into_owned(),
+    }
 }
 
 /// The entry as an [`Item`], `None` for entries that carry no file (the archive's own `.`, pax

@@ -212,3 +212,174 @@ fn hostile_link_orders_cannot_escape() {
     assert!(extract(f.path()).is_err());
     assert_eq!(entries_in(outside.path()), 0);
 }
+
+/// One pax extended-header record, `"<len> <key>=<value>\n"`, its length counting itself.
+fn pax_record(key: &str, value: &str) -> Vec<u8> {
+    let body = format!(" {key}={value}\n");
+    let mut len = body.len() + 1;
+    while format!("{len}{body}").len() != len {
+        len += 1;
+    }
+    format!("{len}{body}").into_bytes()
+}
+
+/// A regular file whose ustar header says 0 bytes and whose pax record says `size`, followed by
+/// `size` bytes of data: what the tar reader unpacks.
+fn pax_sized_entry<W: io::Write>(b: &mut tar::Builder<W>, name: &str, size: u64) {
+    let record = pax_record("size", &size.to_string());
+    let mut x = header(tar::EntryType::XHeader, record.len() as u64);
+    raw_name(&mut x, "PaxHeader");
+    b.append(&x, record.as_slice()).unwrap();
+    let mut h = header(tar::EntryType::Regular, 0);
+    raw_name(&mut h, name);
+    b.append(&h, io::repeat(0).take(size)).unwrap();
+}
+
+#[test]
+fn a_pax_size_counts_against_the_entry_cap() {
+    let f = archive_with(|b| pax_sized_entry(b, "proc/meminfo", MAX_ENTRY_BYTES + 1));
+    let sandbox = tempfile::tempdir().unwrap();
+    let err = extract_in(f.path(), sandbox.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::EntryBytes,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(entries_in(sandbox.path()), 0);
+}
+
+#[test]
+fn pax_sizes_count_against_the_total_before_anything_is_written() {
+    // The shape: ustar size 0 and a pax `size=61440` per entry, 1.2 GiB in all.
+    let f = tempfile::NamedTempFile::new().unwrap();
+    {
+        let enc = zstd::Encoder::new(f.as_file(), 1).unwrap().auto_finish();
+        let mut b = tar::Builder::new(enc);
+        for i in 0..21_000 {
+            pax_sized_entry(&mut b, &format!("f{i}"), 61_440);
+        }
+        b.into_inner().unwrap();
+    }
+    assert!(std::fs::metadata(f.path()).unwrap().len() < 4 << 20);
+    let sandbox = tempfile::tempdir().unwrap();
+    let err = extract_in(f.path(), sandbox.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::TotalBytes,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(entries_in(sandbox.path()), 0, "refused before writing");
+}
+
+#[test]
+fn a_pax_sized_file_unpacks_with_its_pax_size() {
+    let f = archive_with(|b| pax_sized_entry(b, "proc/meminfo", 1000));
+    let dir = extract(f.path()).unwrap();
+    let len = std::fs::metadata(dir.path().join("proc/meminfo"))
+        .unwrap()
+        .len();
+    assert_eq!(len, 1000);
+}
+
+#[test]
+fn a_symlink_name_bomb_is_refused_by_the_total_before_anything_is_written() {
+    // The shape (30 KB name and target) is refused at its first entry; links just under
+    // the per-name cap run into the total of symlink text.
+    let long = |c: char| vec![c.to_string().repeat(200); 19].join("/");
+    for (name, target) in [
+        ("a".repeat(30_000), "b".repeat(30_000)),
+        (long('a'), long('b')),
+    ] {
+        let f = zst_archive(|b| {
+            for i in 0..6_000 {
+                let mut h = header(tar::EntryType::Symlink, 0);
+                b.append_link(&mut h, format!("{name}{i}"), &target)
+                    .unwrap();
+            }
+        });
+        let sandbox = tempfile::tempdir().unwrap();
+        let err = extract_in(f.path(), sandbox.path()).unwrap_err();
+        let ArchiveError::OverBudget { limit, .. } = err else {
+            panic!("{err}")
+        };
+        let want = match name.len() > MAX_NAME_BYTES {
+            true => Limit::NameBytes,
+            false => Limit::LinkBytes,
+        };
+        assert_eq!(limit, want);
+        assert_eq!(entries_in(sandbox.path()), 0);
+    }
+}
+
+#[test]
+fn deep_trees_are_refused_before_anything_is_created() {
+    // The shape: paths of 30,000 levels (as GNU long names), then a clashing symlink.
+    let deep = "a/".repeat(30_000);
+    let f = zst_archive(|b| {
+        for i in 0..20 {
+            file_entry(b, &format!("{deep}{i}"), b"x");
+        }
+        symlink_entry(b, "a", "/");
+    });
+    let sandbox = tempfile::tempdir().unwrap();
+    let start = std::time::Instant::now();
+    let err = extract_in(f.path(), sandbox.path()).unwrap_err();
+    assert!(matches!(err, ArchiveError::OverBudget { .. }), "{err}");
+    assert_eq!(entries_in(sandbox.path()), 0);
+    assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
+    // Under the name cap, depth is what refuses.
+    let f = archive_with(|b| file_entry(b, &format!("{}f", "d/".repeat(MAX_DEPTH)), b"x"));
+    let err = extract_in(f.path(), sandbox.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::Depth,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn implied_directories_count_against_the_budget() {
+    // Every file implies 60 new directories; no directory entry is ever named.
+    let f = zst_archive(|b| {
+        let chain = "d/".repeat(59);
+        for i in 0..4_000 {
+            file_entry(b, &format!("x{i}/{chain}f"), b"x");
+        }
+    });
+    let sandbox = tempfile::tempdir().unwrap();
+    let err = extract_in(f.path(), sandbox.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ArchiveError::OverBudget {
+                limit: Limit::Dirs,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(entries_in(sandbox.path()), 0);
+}
+
+#[test]
+fn long_names_are_shortened_in_errors() {
+    let f = archive_with(|b| file_entry(b, &format!("{}f", "d/".repeat(3000)), b"x"));
+    let err = extract(f.path()).unwrap_err().to_string();
+    assert!(err.len() < 500, "{err}");
+    assert!(err.contains("(6001 bytes)"), "{err}");
+}

@@ -13,6 +13,12 @@ pub fn open_all(paths: &[PathBuf], what: &str) -> Result<Vec<(String, Recording)
     for p in paths {
         for file in expand(p)? {
             let rec = recording::open(&file).with_context(|| what.to_string())?;
+            if rec.not_closed {
+                eprintln!(
+                    "gpuledger: {} was not closed cleanly (a -wal file lies beside it: its recorder was killed or is still writing); read from a private copy, its last seconds may be missing",
+                    gpuledger::outputs::safe_text::safe(&file.display().to_string())
+                );
+            }
             out.push((file.display().to_string(), rec));
         }
     }

@@ -53,7 +53,10 @@ mod create;
 pub mod follow;
 mod names;
 mod read;
+mod read_check;
+mod read_columns;
 mod read_host;
+mod read_open;
 mod read_output;
 mod read_rows;
 mod read_series;
@@ -64,6 +67,7 @@ mod write_output;
 
 pub use names::{name_of, UnknownValue};
 pub use read::{open, RecordedFinding, RecordedProcess, Recording};
+pub use read_columns::PlotColumns;
 pub use read_host::{HostColumn, HostSummary};
 pub use read_output::{JobEvidence, RateSeries};
 pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};

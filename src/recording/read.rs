@@ -1,6 +1,7 @@
 //! Reading a recording back: meta and the small tables whole, samples and usage points folded
 //! (see `read_host`, `read_series`), so memory stays bounded whatever the recording's length.
 
+use super::read_check::{check, MAX_GROUP_SERIES};
 use super::read_host::{fold_host, HostSummary};
 use super::read_rows::{self, Layout};
 use super::read_series::{fold_group, ClassSeries, Columns, Life};
@@ -8,8 +9,8 @@ use super::{RecordingError, UnknownValue, OLDEST_READABLE, SCHEMA_VERSION};
 use crate::findings::{Backing, Kind, Severity};
 use crate::ledger::MemClass;
 use crate::sources::drm_devices::DeviceInfo;
-use rusqlite::{Connection, OpenFlags};
-use std::collections::{BTreeMap, BTreeSet};
+use rusqlite::Connection;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 /// A recorded process.
@@ -96,11 +97,11 @@ pub struct Recording {
     pub host: HostSummary,
     /// Sample indices run from 0 to `span - 1`.
     pub span: usize,
-    /// Processes.
+    /// Processes, in pid order.
     pub processes: Vec<RecordedProcess>,
     /// Devices.
     pub devices: Vec<DeviceInfo>,
-    /// One series per (pid, device, class), folded.
+    /// One series per (pid, device, class), folded, in that order.
     pub series: Vec<ClassSeries>,
     /// Findings.
     pub findings: Vec<RecordedFinding>,
@@ -112,6 +113,10 @@ pub struct Recording {
     pub times: BTreeMap<usize, u64>,
     /// What the job's own output showed (empty before schema 4 and in attach modes).
     pub evidence: super::JobEvidence,
+    /// A `-wal` file lay beside the recording: its recorder was killed, or is still writing. The
+    /// file and its `-wal` were read from a private copy (or, where the `-wal` could not be copied,
+    /// the file alone, missing the last seconds that only the `-wal` holds).
+    pub not_closed: bool,
 }
 
 impl Recording {
@@ -145,16 +150,22 @@ impl Recording {
         self.kernel_counts.get(kind).copied().unwrap_or(0)
     }
 
-    /// The process record of a pid.
+    /// The process record of a pid (a binary search: `processes` is in pid order).
     pub fn process(&self, pid: u32) -> Option<&RecordedProcess> {
-        self.processes.iter().find(|p| p.pid == pid)
+        let k = self.processes.partition_point(|p| p.pid < pid);
+        self.processes.get(k).filter(|p| p.pid == pid)
     }
 
-    /// The series of one class of a process on a device.
+    /// The series of one class of a process on a device (a binary search: `series` is in
+    /// (pid, device, class) order).
     pub fn class_series(&self, pid: u32, device: &str, class: MemClass) -> Option<&ClassSeries> {
+        let key = (pid, device, class);
+        let k = self
+            .series
+            .partition_point(|s| (s.pid, s.device.as_str(), s.class) < key);
         self.series
-            .iter()
-            .find(|s| s.pid == pid && s.device == device && s.class == class)
+            .get(k)
+            .filter(|s| (s.pid, s.device.as_str(), s.class) == key)
     }
 }
 
@@ -173,8 +184,9 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
     if !meta.is_file() {
         return Err(not("not a regular file".into()));
     }
-    let conn = connect(path).map_err(|e| not(e.to_string()))?;
-    let mut layout = check(&conn, &p)?;
+    let opened = super::read_open::open(path).map_err(not)?;
+    let conn = &opened.conn;
+    let mut layout = check(conn).map_err(not)?;
     let meta: BTreeMap<String, String> = (|| {
         let mut st = conn.prepare("SELECT key, value FROM meta")?;
         let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -195,7 +207,9 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         return Err(not(format!("schema version {version} is unknown")));
     }
     layout.version = version;
-    read_all(&conn, meta, layout).map_err(|source| read_error(p, source))
+    let mut rec = read_all(conn, meta, layout).map_err(|source| read_error(p, source))?;
+    rec.not_closed = opened.not_closed;
+    Ok(rec)
 }
 
 /// A value the reader could not convert to its enum is its own error, not SQLite's.
@@ -213,81 +227,6 @@ fn read_error(path: String, source: rusqlite::Error) -> RecordingError {
         },
         source => RecordingError::Sqlite { path, source },
     }
-}
-
-/// A finished recording is one file: open it immutable, so that SQLite creates no `-wal` or
-/// `-shm` beside it. A `-wal` beside it means a recorder is writing (or was killed): read through
-/// it, read-only.
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if Path::new(&wal).exists() {
-        return Connection::open_with_flags(path, flags);
-    }
-    let mut uri = url_path(path);
-    uri.push_str("?immutable=1");
-    Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
-}
-
-/// `file:` URI of a path, with the characters URIs reserve and non-ASCII bytes escaped (SQLite
-/// decodes `%XX` back to the raw byte).
-fn url_path(path: &Path) -> String {
-    let mut out = String::from("file:");
-    for b in path.as_os_str().as_encoded_bytes() {
-        match b {
-            b'?' | b'#' | b'%' | 0x80.. => out.push_str(&format!("%{b:02X}")),
-            _ => out.push(char::from(*b)),
-        }
-    }
-    out
-}
-
-/// Checks that the file has the tables of a recording and which optional columns it has.
-fn check(conn: &Connection, p: &str) -> Result<Layout, RecordingError> {
-    let not = |why: String| RecordingError::NotARecording {
-        path: p.to_string(),
-        why,
-    };
-    let tables: BTreeSet<String> = (|| {
-        let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
-        let rows = st.query_map([], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()
-    })()
-    .map_err(|e| not(e.to_string()))?;
-    let missing: Vec<&str> = [
-        "meta",
-        "samples",
-        "processes",
-        "devices",
-        "series",
-        "points",
-        "findings",
-    ]
-    .into_iter()
-    .filter(|t| !tables.contains(*t))
-    .collect();
-    if !missing.is_empty() {
-        return Err(not(format!("missing tables: {}", missing.join(", "))));
-    }
-    let labels = conn
-        .prepare("SELECT 1 FROM pragma_table_info('processes') WHERE name = 'labels'")
-        .and_then(|mut st| st.exists([]))
-        .map_err(|e| not(e.to_string()))?;
-    Ok(Layout {
-        labels,
-        kernel_log: tables.contains("kernel_log"),
-        output: [
-            "output_lines",
-            "output_tail",
-            "rates",
-            "rate_points",
-            "markers",
-        ]
-        .iter()
-        .all(|t| tables.contains(*t)),
-        version: SCHEMA_VERSION,
-    })
 }
 
 fn read_all(
@@ -314,6 +253,7 @@ fn read_all(
     let devices = read_rows::devices(conn)?;
     let findings = read_rows::findings(conn, cols, layout)?;
     let (kernel, kernel_counts) = read_rows::kernel(conn, cols, layout)?;
+    conn.set_prepared_statement_cache_capacity(MAX_GROUP_SERIES + 16);
     let series = read_series(conn, &processes, cols)?;
     let end_job = processes.iter().map(|p| p.last).max();
     let mut wanted: BTreeSet<usize> = [0].into();
@@ -339,43 +279,63 @@ fn read_all(
         kernel,
         kernel_counts,
         times,
+        not_closed: false,
     })
 }
 
+/// Groups the series rows by (pid, device, class) in one ordered pass (the rows come sorted, so
+/// a group ends where the key changes) and folds each group; a process's life is looked up by pid
+/// in a map.
 fn read_series(
     conn: &Connection,
     processes: &[RecordedProcess],
     cols: Columns,
 ) -> rusqlite::Result<Vec<ClassSeries>> {
-    let mut groups: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
-    let mut st = conn.prepare("SELECT id, pid, device, class FROM series ORDER BY id")?;
-    let mut rows = st.query([])?;
-    while let Some(r) = rows.next()? {
-        groups
-            .entry((r.get(1)?, r.get(2)?, r.get(3)?))
-            .or_default()
-            .push(r.get(0)?);
-    }
     let end = cols.span.saturating_sub(1);
-    groups
-        .into_iter()
-        .map(|((pid, device, class), ids)| {
-            let life = processes.iter().find(|p| p.pid == pid).map_or(
-                Life {
-                    first: 0,
-                    last: end,
-                },
-                |p| Life {
-                    first: p.first,
-                    last: p.last.min(end),
-                },
-            );
-            let class = match class.as_str() {
-                "device" => MemClass::Device,
-                "stolen" => MemClass::Stolen,
-                _ => MemClass::Host,
+    let lives: HashMap<u32, Life> = processes
+        .iter()
+        .map(|p| {
+            let life = Life {
+                first: p.first,
+                last: p.last.min(end),
             };
-            fold_group(conn, (pid, device, class), &ids, life, cols)
+            (p.pid, life)
         })
-        .collect()
+        .collect();
+    let whole = Life {
+        first: 0,
+        last: end,
+    };
+    let mut out = Vec::new();
+    let mut group: Option<((u32, String, String), Vec<i64>)> = None;
+    let mut st =
+        conn.prepare("SELECT id, pid, device, class FROM series ORDER BY pid, device, class, id")?;
+    let mut rows = st.query([])?;
+    loop {
+        let row = rows.next()?;
+        let key = match row {
+            Some(r) => Some(((r.get(1)?, r.get(2)?, r.get(3)?), r.get::<_, i64>(0)?)),
+            None => None,
+        };
+        let same = matches!((&group, &key), (Some((g, _)), Some((k, _))) if g == k);
+        if !same {
+            if let Some(((pid, device, class), ids)) = group.take() {
+                let class = match class.as_str() {
+                    "device" => MemClass::Device,
+                    "stolen" => MemClass::Stolen,
+                    _ => MemClass::Host,
+                };
+                let life = lives.get(&pid).copied().unwrap_or(whole);
+                out.push(fold_group(conn, (pid, device, class), &ids, life, cols)?);
+            }
+        }
+        match (key, &mut group) {
+            (Some((_, id)), Some((_, ids))) => ids.push(id),
+            (Some((k, id)), None) => group = Some((k, vec![id])),
+            (None, _) => break,
+        }
+    }
+    // Class names this build does not know read as host, which can break the order.
+    out.sort_by(|a, b| (a.pid, &a.device, a.class).cmp(&(b.pid, &b.device, b.class)));
+    Ok(out)
 }

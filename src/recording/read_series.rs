@@ -1,10 +1,12 @@
 //! Folding a recording's usage points into per (pid, device, class) summaries in one ordered pass
 //! per series group, without ever holding one value per sample.
 
+use super::read_columns::PlotColumns;
 use super::PLOT_COLUMNS;
 use crate::ledger::MemClass;
 use rusqlite::{Connection, Rows};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Least size of a growth step kept per series (ignores allocator noise).
 pub const MIN_STEP_BYTES: u64 = 16 << 20;
@@ -48,7 +50,7 @@ pub struct ClassSeries {
     /// Those growths by size.
     pub steps: BTreeMap<u64, Step>,
     /// (min, max) per plot column (sample index × columns / samples).
-    pub columns: Vec<(u64, u64)>,
+    pub columns: PlotColumns,
 }
 
 /// Sample id → sample index → plot column, for a recording whose ids run from `first_id` over
@@ -95,13 +97,12 @@ struct Fold {
 
 impl Fold {
     fn fill(&mut self, from: usize, to: usize, v: u64) {
-        if from > to || self.s.columns.is_empty() {
+        if from > to {
             return;
         }
-        let last = self.s.columns.len() - 1;
-        for c in &mut self.s.columns[self.cols.of(from).min(last)..=self.cols.of(to).min(last)] {
-            *c = (c.0.min(v), c.1.max(v));
-        }
+        self.s
+            .columns
+            .merge(self.cols.of(from), self.cols.of(to), v);
     }
 
     /// The value becomes `v` at sample index `i` (indices never go back).
@@ -153,6 +154,7 @@ impl Fold {
             self.fill(after, self.cols.span - 1, 0);
         }
         self.s.end = self.value;
+        self.s.columns.finish();
         self.s
     }
 }
@@ -168,7 +170,8 @@ fn next_point(rows: &mut Rows, cols: Columns) -> rusqlite::Result<Option<(usize,
 }
 
 /// Folds the series `ids` (the regions of one class of one process on one device) into one
-/// summary, merging their points in sample order.
+/// summary, merging their points in sample order: a heap of each series' next sample and a running
+/// sum, so each point costs O(log regions).
 pub(super) fn fold_group(
     conn: &Connection,
     (pid, device, class): (u32, String, MemClass),
@@ -176,10 +179,13 @@ pub(super) fn fold_group(
     life: Life,
     cols: Columns,
 ) -> rusqlite::Result<ClassSeries> {
-    let mut stmts = ids
-        .iter()
-        .map(|_| {
-            conn.prepare("SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample")
+    // One cached statement per cursor position (the comment makes each its own cache entry):
+    // a recording of many small groups prepares each statement once, not once per group.
+    let mut stmts = (0..ids.len())
+        .map(|k| {
+            conn.prepare_cached(&format!(
+                "SELECT sample, resident FROM points WHERE series = ?1 ORDER BY sample -- {k}"
+            ))
         })
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut rows = stmts
@@ -191,7 +197,13 @@ pub(super) fn fold_group(
         .iter_mut()
         .map(|r| next_point(r, cols))
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut next: BinaryHeap<Reverse<(usize, usize)>> = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(k, h)| h.map(|h| Reverse((h.0, k))))
+        .collect();
     let mut current = vec![0u64; ids.len()];
+    let mut sum: u128 = 0;
     let mut fold = Fold {
         s: ClassSeries {
             pid,
@@ -204,29 +216,31 @@ pub(super) fn fold_group(
             ups: 0,
             last_up: None,
             steps: BTreeMap::new(),
-            columns: vec![(u64::MAX, 0); cols.len()],
+            columns: PlotColumns::new(cols.len()),
         },
         life,
         cols,
         value: 0,
         at: 0,
     };
-    while let Some(i) = heads.iter().flatten().map(|h| h.0).min() {
-        for (k, head) in heads.iter_mut().enumerate() {
-            while let Some((_, v)) = head.filter(|h| h.0 == i) {
+    while let Some(&Reverse((i, _))) = next.peek() {
+        while let Some(&Reverse((j, k))) = next.peek() {
+            if j != i {
+                break;
+            }
+            next.pop();
+            while let Some((_, v)) = heads[k].filter(|h| h.0 <= i) {
+                sum = sum - u128::from(current[k]) + u128::from(v);
                 current[k] = v;
-                *head = next_point(&mut rows[k], cols)?;
+                heads[k] = next_point(&mut rows[k], cols)?;
+            }
+            if let Some(h) = heads[k] {
+                next.push(Reverse((h.0, k)));
             }
         }
-        fold.change(i, current.iter().fold(0u64, |a, b| a.saturating_add(*b)));
+        fold.change(i, u64::try_from(sum).unwrap_or(u64::MAX));
     }
-    let mut s = fold.finish();
-    for c in &mut s.columns {
-        if c.0 > c.1 {
-            *c = (0, 0);
-        }
-    }
-    Ok(s)
+    Ok(fold.finish())
 }
 
 #[cfg(test)]
@@ -248,7 +262,7 @@ mod tests {
                 ups: 0,
                 last_up: None,
                 steps: BTreeMap::new(),
-                columns: vec![(u64::MAX, 0); cols.len()],
+                columns: PlotColumns::new(cols.len()),
             },
             life,
             cols,
@@ -306,7 +320,7 @@ mod tests {
                 let e = &mut expect[cols.of(i)];
                 *e = (e.0.min(*x), e.1.max(*x));
             }
-            prop_assert_eq!(s.columns, expect);
+            prop_assert_eq!(s.columns.iter().copied().collect::<Vec<_>>(), expect);
         }
     }
 }

@@ -22,7 +22,7 @@ pub use summary::{KernelLine, PeerHost, Registrations, RunSummary};
 
 use crate::ledger::MemClass;
 use crate::recording::Recording;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Peak resident bytes of one process on one device, by class.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -61,14 +61,14 @@ pub fn peaks(rec: &Recording) -> Vec<Peak> {
             }
         })
         .collect();
-    let pids: Vec<u32> = out.iter().map(|p| p.pid).collect();
-    for pid in pids {
-        let home = out
+    // `out` is in (pid, device) order: each process's peaks are one run.
+    for run in out.chunk_by_mut(|a, b| a.pid == b.pid) {
+        let home = run
             .iter()
-            .filter(|p| p.pid == pid && p.device_local > 0)
+            .filter(|p| p.device_local > 0)
             .max_by_key(|p| p.device_local)
             .map(|p| p.device.clone());
-        for p in out.iter_mut().filter(|p| p.pid == pid) {
+        for p in run.iter_mut() {
             p.home = home.as_deref() == Some(p.device.as_str());
         }
     }
@@ -81,9 +81,10 @@ pub fn peaks(rec: &Recording) -> Vec<Peak> {
 pub fn peer_host_by_process(rec: &Recording) -> Vec<(u32, Option<u32>, u64)> {
     let all = peaks(rec);
     let mut by: BTreeMap<u32, (Option<u32>, u64)> = BTreeMap::new();
+    let homed: BTreeSet<u32> = all.iter().filter(|q| q.home).map(|q| q.pid).collect();
     for p in &all {
         let e = by.entry(p.pid).or_insert((p.rank, 0));
-        if !p.home && all.iter().any(|q| q.pid == p.pid && q.home) {
+        if !p.home && homed.contains(&p.pid) {
             e.1 += p.host;
         }
     }
