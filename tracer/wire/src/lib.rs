@@ -167,6 +167,32 @@ impl Platform {
         }
     }
 
+    /// The name of a call's result code, where known (ref: CUDA 13.0 `include/cuda.h`,
+    /// `cudaError_enum`).
+    pub fn result_name(self, code: i32) -> Option<&'static str> {
+        if self != Platform::Cuda {
+            return None;
+        }
+        Some(match code {
+            0 => "CUDA_SUCCESS",
+            1 => "CUDA_ERROR_INVALID_VALUE",
+            2 => "CUDA_ERROR_OUT_OF_MEMORY",
+            3 => "CUDA_ERROR_NOT_INITIALIZED",
+            4 => "CUDA_ERROR_DEINITIALIZED",
+            100 => "CUDA_ERROR_NO_DEVICE",
+            101 => "CUDA_ERROR_INVALID_DEVICE",
+            201 => "CUDA_ERROR_INVALID_CONTEXT",
+            400 => "CUDA_ERROR_INVALID_HANDLE",
+            700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+            712 => "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+            713 => "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+            800 => "CUDA_ERROR_NOT_PERMITTED",
+            801 => "CUDA_ERROR_NOT_SUPPORTED",
+            999 => "CUDA_ERROR_UNKNOWN",
+            _ => return None,
+        })
+    }
+
     /// The platform a name stands for.
     pub fn from_name(s: &str) -> Option<Platform> {
         [Platform::Cuda, Platform::LevelZero]
