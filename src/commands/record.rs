@@ -35,15 +35,15 @@ fn default_output() -> PathBuf {
 
 /// Runs `record`; clap has checked the interval and that exactly one target is given.
 pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCode> {
+    let root = ctx.open_root()?;
     let opts = RunOptions {
         interval: args.interval,
         duration: args.duration,
         thresholds: t.clone(),
         rates: args.rates.clone(),
-        trace: Some(trace_plan(args)?),
+        trace: Some(trace_plan(args, root.is_live())?),
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let root = ctx.open_root()?;
     let Some(target) = target(&root, args, &stop)? else {
         // Stopped while waiting for the Slurm job: nothing was recorded.
         return Ok(ExitCode::SUCCESS);
@@ -89,10 +89,11 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
 }
 
 /// Whether to trace the command's API calls; says why not on stderr when tracing was expected.
-fn trace_plan(args: &RecordArgs) -> Result<TracePlan> {
+fn trace_plan(args: &RecordArgs, live: bool) -> Result<TracePlan> {
     let exe = std::env::current_exe().ok();
     let plan = trace::plan(
         !args.no_trace,
+        live,
         &args.command,
         |k| std::env::var(k).ok(),
         exe.as_deref().and_then(std::path::Path::parent),
@@ -101,7 +102,8 @@ fn trace_plan(args: &RecordArgs) -> Result<TracePlan> {
         TracePlan::Off(why) if args.trace => {
             return Err(UsageError(format!("--trace: cannot trace: {why}")).into())
         }
-        TracePlan::Off(TraceOff::NotWanted | TraceOff::NotStarted) | TracePlan::On(_) => {}
+        TracePlan::Off(TraceOff::NotWanted | TraceOff::NotStarted | TraceOff::NotLive)
+        | TracePlan::On(_) => {}
         TracePlan::Off(why) => eprintln!("gpuledger: API tracing off: {why}"),
     }
     Ok(plan)

@@ -5,10 +5,14 @@ use super::text_table::{render, Align};
 use crate::recording::CallTable;
 use crate::units::human_bytes;
 
-/// The "by call" section of a traced recording; a line saying why when tracing was off.
+/// The "by call" section of a traced recording; a line saying why when tracing was off;
+/// nothing when no process of the job loaded the tracer (a job that never used CUDA).
 pub fn render_calls(t: &CallTable) -> String {
     if let Some(why) = t.state.strip_prefix("off: ") {
         return format!("\nBy call: not traced ({why})\n");
+    }
+    if t.started.is_empty() && t.off.is_empty() && t.rows.is_empty() {
+        return String::new();
     }
     let mut out = format!(
         "\nBy call (API-level trace; {} process{} traced",
@@ -116,9 +120,15 @@ mod tests {
         assert_eq!(render_calls(&off), "\nBy call: not traced (--no-trace)\n");
         let dropped = CallTable {
             state: "on: lib".into(),
+            started: vec![1],
             dropped: 7,
             ..Default::default()
         };
         assert!(render_calls(&dropped).contains("7 events dropped"));
+        let no_cuda = CallTable {
+            state: "on: lib".into(),
+            ..Default::default()
+        };
+        assert_eq!(render_calls(&no_cuda), "");
     }
 }

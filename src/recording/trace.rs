@@ -43,6 +43,8 @@ pub enum TraceOff {
     UnderProfiler(String),
     /// Only a command that `record` starts can be traced.
     NotStarted,
+    /// A captured or simulated tree (`--root`) has no live job to load a tracer into.
+    NotLive,
     /// The socket could not be made.
     Socket(String),
 }
@@ -55,6 +57,7 @@ impl std::fmt::Display for TraceOff {
             TraceOff::InjectionSet(v) => write!(f, "the job already sets {CUDA_INJECTION_ENV}={v}; another tool traces it"),
             TraceOff::UnderProfiler(p) => write!(f, "the command runs under {p}, which injects its own tracer"),
             TraceOff::NotStarted => write!(f, "only a command started by record (after --) can be traced"),
+            TraceOff::NotLive => write!(f, "the machine is a captured or simulated tree (--root)"),
             TraceOff::Socket(e) => write!(f, "cannot create the trace socket: {e}"),
         }
     }
@@ -69,10 +72,12 @@ pub enum TracePlan {
     Off(TraceOff),
 }
 
-/// Decides tracing for `argv` (empty: an attach mode); `wanted` is false with `--no-trace`;
+/// Decides tracing for `argv` (empty: an attach mode) on the live machine (`live`); `wanted` is
+/// false with `--no-trace`;
 /// `var` reads the environment the job will inherit; `exe_dir` is the gpuledger binary's folder.
 pub fn plan(
     wanted: bool,
+    live: bool,
     argv: &[String],
     var: impl Fn(&str) -> Option<String>,
     exe_dir: Option<&Path>,
@@ -83,6 +88,9 @@ pub fn plan(
     let Some(first) = argv.first() else {
         return TracePlan::Off(TraceOff::NotStarted);
     };
+    if !live {
+        return TracePlan::Off(TraceOff::NotLive);
+    }
     if let Some(v) = var(CUDA_INJECTION_ENV).filter(|v| !v.is_empty()) {
         return TracePlan::Off(TraceOff::InjectionSet(v));
     }

@@ -12,21 +12,25 @@ fn plan_uses_the_library_beside_the_binary_unless_told_otherwise() {
     let none = |_: &str| None;
     let job = argv(&["python", "train.py"]);
     assert_eq!(
-        plan(true, &job, none, Some(t.path())),
+        plan(true, true, &job, none, Some(t.path())),
         TracePlan::Off(TraceOff::NoTracer(t.path().join(TRACER_FILE)))
     );
     std::fs::write(t.path().join(TRACER_FILE), "").unwrap();
     assert_eq!(
-        plan(true, &job, none, Some(t.path())),
+        plan(true, true, &job, none, Some(t.path())),
         TracePlan::On(t.path().join(TRACER_FILE))
     );
     assert_eq!(
-        plan(false, &job, none, Some(t.path())),
+        plan(false, true, &job, none, Some(t.path())),
         TracePlan::Off(TraceOff::NotWanted)
     );
     assert_eq!(
-        plan(true, &[], none, Some(t.path())),
+        plan(true, true, &[], none, Some(t.path())),
         TracePlan::Off(TraceOff::NotStarted)
+    );
+    assert_eq!(
+        plan(true, false, &job, none, Some(t.path())),
+        TracePlan::Off(TraceOff::NotLive)
     );
 }
 
@@ -35,12 +39,13 @@ fn plan_never_stacks_on_another_tool() {
     let t = tempfile::tempdir().unwrap();
     std::fs::write(t.path().join(TRACER_FILE), "").unwrap();
     let injected = |k: &str| (k == CUDA_INJECTION_ENV).then(|| "/opt/nsys/libinj.so".to_string());
-    let off = plan(true, &argv(&["python"]), injected, Some(t.path()));
+    let off = plan(true, true, &argv(&["python"]), injected, Some(t.path()));
     assert_eq!(
         off,
         TracePlan::Off(TraceOff::InjectionSet("/opt/nsys/libinj.so".into()))
     );
     let nsys = plan(
+        true,
         true,
         &argv(&["/usr/bin/nsys", "profile", "python"]),
         |_| None,
@@ -51,7 +56,7 @@ fn plan_never_stacks_on_another_tool() {
     std::fs::write(&env_lib, "").unwrap();
     let named = |k: &str| (k == TRACER_ENV).then(|| env_lib.display().to_string());
     assert_eq!(
-        plan(true, &argv(&["python"]), named, None),
+        plan(true, true, &argv(&["python"]), named, None),
         TracePlan::On(env_lib.clone())
     );
 }
