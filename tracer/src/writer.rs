@@ -90,7 +90,9 @@ pub fn emit(e: &Event) {
         return;
     }
     RING.push(e);
-    if !WRITER.swap(true, Ordering::AcqRel)
+    // A plain load first: the swap (a write to a shared line) happens once per process.
+    if !WRITER.load(Ordering::Acquire)
+        && !WRITER.swap(true, Ordering::AcqRel)
         && std::thread::Builder::new()
             .name("gpuledger-trace".into())
             .spawn(writer)
