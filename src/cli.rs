@@ -495,6 +495,15 @@ pub struct RecordArgs {
     /// one capture group around the number, e.g. 'wave=wave time ([0-9.]+) s:s/wave'. Repeatable.
     #[arg(long = "rate", value_name = "NAME=REGEX[:UNIT]", value_parser = parse_rate)]
     pub rates: Vec<RateSpec>,
+    /// Trace the command's GPU memory API calls (which call allocated, pinned or registered
+    /// which bytes): the default when libgpuledger_tracer.so is beside gpuledger (or in
+    /// GPULEDGER_TRACER) and the job sets no CUDA_INJECTION64_PATH of its own; given
+    /// explicitly, a job that cannot be traced is an error.
+    #[arg(long, overrides_with = "no_trace")]
+    pub trace: bool,
+    /// Do not trace the command's API calls.
+    #[arg(long, overrides_with = "trace")]
+    pub no_trace: bool,
     /// The command to run and record, with its arguments (after `--` when an argument of it
     /// could be read as an option of record's own).
     #[arg(trailing_var_arg = true, value_name = "CMD")]

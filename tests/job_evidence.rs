@@ -116,7 +116,7 @@ fn a_fake_jobs_output_passes_through_and_its_evidence_is_stored() {
         &ledger,
         "SELECT value FROM meta WHERE key = 'schema_version'",
     );
-    assert_eq!(version, [["Text(\"4\")"]]);
+    assert_eq!(version, [["Text(\"5\")"]]);
 
     let show = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
     let e = &show["evidence"];
@@ -265,7 +265,7 @@ fn a_schema_3_recording_reads_with_no_evidence_and_a_newer_one_is_refused() {
     assert!(!text.contains("Job output"), "{text}");
     let c = rusqlite::Connection::open(&ledger).unwrap();
     c.execute(
-        "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+        "UPDATE meta SET value = '6' WHERE key = 'schema_version'",
         [],
     )
     .unwrap();

@@ -75,6 +75,7 @@ pub fn run(
         duration: None,
         thresholds: t.clone(),
         rates: Vec::new(),
+        trace: None,
     };
     let mut configs: Vec<(String, Vec<(String, String)>)> = vec![("as given".into(), Vec::new())];
     configs.extend(

@@ -1,11 +1,13 @@
 //! `gpuledger record`: run or attach, sample every interval into a recording, summarise.
 
+use super::UsageError;
 use crate::cli::{JobArgs, RecordArgs};
 use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
-use gpuledger::outputs::show;
+use gpuledger::outputs::{show, show_calls};
 use gpuledger::recording::follow::JobTarget;
 use gpuledger::recording::run::{record, Progress, RunError, RunOptions, Target};
+use gpuledger::recording::trace::{self, TraceOff, TracePlan};
 use gpuledger::root::Root;
 use gpuledger::sources::cgroup::labels;
 use gpuledger::sources::cgroup_procs::{find_slurm_job, resolve_cgroup, Follow, FollowError};
@@ -89,14 +91,15 @@ impl ProgressLine {
 
 /// Runs `record`; clap has checked the interval and that exactly one target is given.
 pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCode> {
+    let root = ctx.open_root()?;
     let opts = RunOptions {
         interval: args.interval,
         duration: args.duration,
         thresholds: t.clone(),
         rates: args.rates.clone(),
+        trace: Some(trace_plan(args, root.is_live())?),
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let root = ctx.open_root()?;
     let Some(target) = target(&root, args, &stop)? else {
         // Stopped while waiting for the Slurm job: nothing was recorded.
         return Ok(ExitCode::SUCCESS);
@@ -134,6 +137,9 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
             "{}",
             show::render_text(&output.display().to_string(), &RunSummary::of(&rec))
         );
+        if let Ok(Some(calls)) = gpuledger::recording::calls(&output) {
+            eprint!("{}", show_calls::render_calls(&calls));
+        }
     }
     Ok(match end.job {
         Some(e) => ExitCode::from(e.exit_code()),
@@ -149,6 +155,27 @@ fn remove_unstarted(output: &Path) {
         path.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(path));
     }
+}
+
+/// Whether to trace the command's API calls; says why not on stderr when tracing was expected.
+fn trace_plan(args: &RecordArgs, live: bool) -> Result<TracePlan> {
+    let exe = std::env::current_exe().ok();
+    let plan = trace::plan(
+        !args.no_trace,
+        live,
+        &args.command,
+        |k| std::env::var(k).ok(),
+        exe.as_deref().and_then(std::path::Path::parent),
+    );
+    match &plan {
+        TracePlan::Off(why) if args.trace => {
+            return Err(UsageError(format!("--trace: cannot trace: {why}")).into())
+        }
+        TracePlan::Off(TraceOff::NotWanted | TraceOff::NotStarted | TraceOff::NotLive)
+        | TracePlan::On(_) => {}
+        TracePlan::Off(why) => eprintln!("gpuledger: API tracing off: {why}"),
+    }
+    Ok(plan)
 }
 
 /// What to record; `None` when SIGINT or SIGTERM came while waiting for the Slurm job. The

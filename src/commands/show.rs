@@ -4,7 +4,8 @@ use super::recordings::open_all;
 use super::{Ctx, UsageError};
 use crate::cli::FilterArgs;
 use anyhow::Result;
-use gpuledger::outputs::{job_set, show};
+use gpuledger::outputs::{job_set, show, show_calls};
+use gpuledger::recording::CallTable;
 use gpuledger::timeline::view::filter_summary;
 use gpuledger::timeline::{JobSet, RunSummary};
 use std::path::PathBuf;
@@ -16,10 +17,15 @@ pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Res
     let text = match runs.as_slice() {
         [(name, rec)] => {
             let summary = filter_summary(&RunSummary::of(rec), &filter.pids, &filter.devices)?;
+            let calls = gpuledger::recording::calls(&files[0])?;
             if json {
-                show::render_json(&summary)
+                with_calls_json(show::render_json(&summary), calls.as_ref())?
             } else {
-                show::render_text_painted(name, &summary, ctx.paint)
+                let mut text = show::render_text_painted(name, &summary, ctx.paint);
+                if let Some(c) = &calls {
+                    text.push_str(&show_calls::render_calls(c));
+                }
+                text
             }
         }
         // Pids and device slots repeat across nodes: a filter over a job set would be ambiguous.
@@ -40,4 +46,16 @@ pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Res
     };
     super::print(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON of `show` with the traced calls under `calls` (absent when not traced).
+fn with_calls_json(json: String, calls: Option<&CallTable>) -> Result<String> {
+    let Some(c) = calls else {
+        return Ok(json);
+    };
+    let mut v: serde_json::Value = serde_json::from_str(&json)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("calls".into(), serde_json::to_value(c)?);
+    }
+    Ok(serde_json::to_string_pretty(&v)? + "\n")
 }

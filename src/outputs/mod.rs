@@ -7,6 +7,7 @@ pub mod json;
 pub mod plot;
 pub mod safe_text;
 pub mod show;
+pub mod show_calls;
 pub mod table;
 pub mod text_table;
 pub mod top;

@@ -1,6 +1,6 @@
 //! Recordings: a timeline of ledgers in one self-contained SQLite file.
 //!
-//! Schema version 4 (`meta.schema_version`):
+//! Schema version 5 (`meta.schema_version`):
 //! - `meta(key, value)`: schema_version, command (JSON array), root, interval_ms, started_ms,
 //!   gpuledger_version, kernel, and at the end exit_code / signal / ended_ms; a followed job's
 //!   labels as `label.<name>` (slurm_job, slurm_steps, user, node, partition, followed, pod,
@@ -26,8 +26,13 @@
 //!   dropped)` and `rate_points(rate, t_ms, value)`: `--rate` series; `markers(t_ms, text)`: the
 //!   phase markers it wrote. `meta.output_captured` says the output was captured at all;
 //!   `meta.output_lines` and `meta.output_errors_dropped` count what was seen and not kept.
+//! - API-level tracing of a started command (`trace`, `trace_write`, `trace_read`):
+//!   `api_calls(t_ms, pid, tid, platform, api, op, device, bytes, address, flags, result)`, one row
+//!   per traced call or tracer status event, a free carrying the kind, device and bytes of what it
+//!   freed; `meta.trace` ("on: LIBRARY" or "off: why"), `meta.trace_dropped` (events lost between
+//!   the job and gpuledger), `meta.trace_not_stored` (beyond the row limit).
 //!
-//! Version 3 lacks the evidence tables; it reads with no evidence. Version 2 lacks the driver-held columns and `worst_severity`, and its `severity` is the worst
+//! Version 4 lacks `api_calls` and `meta.trace`; it reads with no traced calls. Version 3 lacks the evidence tables; it reads with no evidence. Version 2 lacks the driver-held columns and `worst_severity`, and its `severity` is the worst
 //! over time. Reading it, driver-held is GPUActive, else the unaccounted residual (what it
 //! recorded: attributed pinned shmem was not kept), the stored severity becomes
 //! `worst_severity`, and a finding's severity at its peak is the one its backing implies
@@ -62,6 +67,9 @@ mod read_rows;
 mod read_series;
 pub mod run;
 pub mod session;
+pub mod trace;
+mod trace_read;
+mod trace_write;
 mod write;
 mod write_output;
 
@@ -71,13 +79,15 @@ pub use read_columns::PlotColumns;
 pub use read_host::{HostColumn, HostSummary};
 pub use read_output::{JobEvidence, RateSeries};
 pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
+pub use trace_read::{calls, CallRow, CallTable};
+pub use trace_write::Resolver;
 pub use write::{Recorder, RecordingMeta};
 
 use std::time::Duration;
 use thiserror::Error;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 /// The oldest schema version this build reads.
 pub const OLDEST_READABLE: i64 = 1;
 /// How often a recorder copies its WAL into the main file.
@@ -171,6 +181,10 @@ CREATE TABLE rates(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, unit TEXT,
   regex TEXT NOT NULL, dropped INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE rate_points(rate INTEGER NOT NULL, t_ms INTEGER NOT NULL, value REAL NOT NULL);
 CREATE TABLE markers(t_ms INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE TABLE api_calls(t_ms INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+  platform TEXT NOT NULL, api TEXT NOT NULL, op TEXT NOT NULL, device INTEGER,
+  bytes INTEGER NOT NULL, address INTEGER NOT NULL, flags INTEGER NOT NULL,
+  result INTEGER NOT NULL);
 ";
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 
 use super::follow::{Follower, JobTarget};
 use super::session::{step, StepError};
+use super::trace::{Listener, TraceOff, TracePlan};
+use super::Resolver;
 use super::{Recorder, RecordingError, RecordingMeta};
 use crate::findings::{Finding, Thresholds};
 use crate::job::{Job, JobEnd};
@@ -47,6 +49,8 @@ pub struct RunOptions {
     pub thresholds: Thresholds,
     /// `--rate` series to take from a started command's output.
     pub rates: Vec<RateSpec>,
+    /// API-level tracing of a started command (`record --trace`); `None`: not considered.
+    pub trace: Option<TracePlan>,
 }
 
 /// Running peaks, for progress lines.
@@ -159,10 +163,19 @@ pub fn record(
         Target::Job(j) => Some(Follower::start(j, &mut recorder)?),
         _ => None,
     };
+    let listener = match (target, &opts.trace) {
+        (Target::Command { .. }, Some(plan)) => start_trace(plan, &mut recorder)?,
+        _ => None,
+    };
+    let mut resolver = Resolver::default();
     // The file exists before the command starts, so a bad -o never leaves an unrecorded job.
     let (mut job, mut capture) = match target {
         Target::Command { argv, env } => {
-            let (job, capture) = start_captured(argv, env, opts, &mut recorder)?;
+            let mut env = env.clone();
+            if let Some((l, lib)) = &listener {
+                env.extend(l.env(lib));
+            }
+            let (job, capture) = start_captured(argv, &env, opts, &mut recorder)?;
             (Some(job), Some(capture))
         }
         _ => (None, None),
@@ -224,6 +237,10 @@ pub fn record(
             if let (Some(c), None) = (&capture, &write_error) {
                 write_error = recorder.add_output(&c.take()).err();
             }
+            if let (Some((l, _)), None) = (&listener, &write_error) {
+                let (mut events, lost) = l.take();
+                write_error = recorder.add_calls(&mut events, lost, &mut resolver).err();
+            }
             if let (Some(k), None) = (kmsg.as_mut(), &write_error) {
                 let lines = k.read_new(sampler.root()).unwrap_or_default();
                 if let Err(e) = recorder.add_kernel(&lines) {
@@ -257,6 +274,12 @@ pub fn record(
             if kmsg.is_none() && live {
                 recorder.add_kernel(&kmsg::journal_since(started_ms / 1000))?;
             }
+            if let Some((l, _)) = &listener {
+                // The job's last events (its exit flush) are in flight when it is reaped.
+                std::thread::sleep(TRACE_TAIL);
+                let (mut events, lost) = l.take();
+                recorder.add_calls(&mut events, lost, &mut resolver)?;
+            }
             if let Some(c) = capture.take() {
                 let (batch, tail, counts) = c.finish(OUTPUT_WAIT);
                 recorder.add_output(&batch)?;
@@ -278,6 +301,25 @@ pub fn record(
 
 /// How long a finished job's output may stay open (a daemon it started holds the pipes).
 const OUTPUT_WAIT: Duration = Duration::from_secs(2);
+
+/// How long the recording waits for a finished job's last traced events.
+const TRACE_TAIL: Duration = Duration::from_millis(200);
+
+/// Notes the trace plan in `meta.trace` and, when tracing, binds the socket the job sends to.
+fn start_trace(
+    plan: &TracePlan,
+    recorder: &mut Recorder,
+) -> Result<Option<(Listener, std::path::PathBuf)>, RecordingError> {
+    let (state, listener) = match plan {
+        TracePlan::On(lib) => match Listener::bind() {
+            Ok(l) => (format!("on: {}", lib.display()), Some((l, lib.clone()))),
+            Err(e) => (format!("off: {}", TraceOff::Socket(e.to_string())), None),
+        },
+        TracePlan::Off(why) => (format!("off: {why}"), None),
+    };
+    recorder.set_meta("trace", &state)?;
+    Ok(listener)
+}
 
 /// Starts the command with its output captured and the marker file named in its environment.
 fn start_captured(

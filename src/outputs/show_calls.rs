@@ -1,0 +1,134 @@
+//! `show`'s "by call" table: per process × API kind × device, the calls the job's tracer saw,
+//! the bytes live at their peak, the largest single call and the failed calls with their error.
+
+use super::text_table::{render, Align};
+use crate::recording::CallTable;
+use crate::units::human_bytes;
+
+/// The "by call" section of a traced recording; a line saying why when tracing was off;
+/// nothing when no process of the job loaded the tracer (a job that never used CUDA).
+pub fn render_calls(t: &CallTable) -> String {
+    if let Some(why) = t.state.strip_prefix("off: ") {
+        return format!("\nBy call: not traced ({why})\n");
+    }
+    if t.started.is_empty() && t.off.is_empty() && t.rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nBy call (API-level trace; {} process{} traced",
+        t.started.len(),
+        if t.started.len() == 1 { "" } else { "es" }
+    );
+    if t.dropped > 0 || t.not_stored > 0 {
+        out.push_str(&format!(
+            "; {} events dropped, {} not stored: the figures below are low",
+            t.dropped, t.not_stored
+        ));
+    }
+    out.push_str(")\n");
+    for (pid, why) in &t.off {
+        out.push_str(&format!("  pid {pid}: tracing off: {why}\n"));
+    }
+    if t.rows.is_empty() {
+        out.push_str("  no memory calls traced\n");
+        return out;
+    }
+    let headers = [
+        ("PID", Align::Right),
+        ("API", Align::Left),
+        ("DEVICE", Align::Left),
+        ("CALLS", Align::Right),
+        ("LIVE AT PEAK", Align::Right),
+        ("LARGEST CALL", Align::Right),
+        ("LIVE AT END", Align::Right),
+        ("FAILED", Align::Left),
+    ];
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            let failed: Vec<String> = r.failed.iter().map(|(e, n)| format!("{n} × {e}")).collect();
+            vec![
+                r.pid.to_string(),
+                r.api.to_string(),
+                r.device.map_or("host".into(), |d| d.to_string()),
+                r.calls.to_string(),
+                human_bytes(r.peak_live),
+                human_bytes(r.largest),
+                human_bytes(r.live_at_end),
+                if failed.is_empty() {
+                    "-".into()
+                } else {
+                    failed.join(", ")
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&render("  ", &headers, &rows));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::CallRow;
+
+    fn row(api: &'static str, device: Option<u32>, failed: Vec<(String, u64)>) -> CallRow {
+        CallRow {
+            pid: 42,
+            platform: "cuda",
+            api,
+            device,
+            calls: 3,
+            peak_live: 2 << 30,
+            live_at_end: 0,
+            largest: 2 << 30,
+            failed,
+            live: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn shows_kind_device_peak_and_failures() {
+        let t = CallTable {
+            state: "on: /x/libgpuledger_tracer.so".into(),
+            rows: vec![
+                row("registered", None, vec![]),
+                row(
+                    "vmm",
+                    Some(0),
+                    vec![("CUDA_ERROR_NOT_PERMITTED (800)".into(), 1)],
+                ),
+            ],
+            started: vec![42],
+            ..Default::default()
+        };
+        let s = render_calls(&t);
+        assert!(s.contains("1 process traced"), "{s}");
+        let reg = s.lines().find(|l| l.contains("registered")).unwrap();
+        assert!(reg.contains("host") && reg.contains("2.0 GiB"), "{reg}");
+        let vmm = s.lines().find(|l| l.contains("vmm")).unwrap();
+        assert!(vmm.contains("1 × CUDA_ERROR_NOT_PERMITTED (800)"), "{vmm}");
+    }
+
+    #[test]
+    fn off_and_drops_are_said() {
+        let off = CallTable {
+            state: "off: --no-trace".into(),
+            ..Default::default()
+        };
+        assert_eq!(render_calls(&off), "\nBy call: not traced (--no-trace)\n");
+        let dropped = CallTable {
+            state: "on: lib".into(),
+            started: vec![1],
+            dropped: 7,
+            ..Default::default()
+        };
+        assert!(render_calls(&dropped).contains("7 events dropped"));
+        let no_cuda = CallTable {
+            state: "on: lib".into(),
+            ..Default::default()
+        };
+        assert_eq!(render_calls(&no_cuda), "");
+    }
+}

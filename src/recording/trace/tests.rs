@@ -1,0 +1,170 @@
+use super::*;
+use crate::recording::{calls, Recorder, RecordingMeta, Resolver};
+use gpuledger_trace_wire::{Api, Op, Platform};
+
+fn argv(s: &[&str]) -> Vec<String> {
+    s.iter().map(|x| x.to_string()).collect()
+}
+
+#[test]
+fn plan_uses_the_library_beside_the_binary_unless_told_otherwise() {
+    let t = tempfile::tempdir().unwrap();
+    let none = |_: &str| None;
+    let job = argv(&["python", "train.py"]);
+    assert_eq!(
+        plan(true, true, &job, none, Some(t.path())),
+        TracePlan::Off(TraceOff::NoTracer(t.path().join(TRACER_FILE)))
+    );
+    std::fs::write(t.path().join(TRACER_FILE), "").unwrap();
+    assert_eq!(
+        plan(true, true, &job, none, Some(t.path())),
+        TracePlan::On(t.path().join(TRACER_FILE))
+    );
+    assert_eq!(
+        plan(false, true, &job, none, Some(t.path())),
+        TracePlan::Off(TraceOff::NotWanted)
+    );
+    assert_eq!(
+        plan(true, true, &[], none, Some(t.path())),
+        TracePlan::Off(TraceOff::NotStarted)
+    );
+    assert_eq!(
+        plan(true, false, &job, none, Some(t.path())),
+        TracePlan::Off(TraceOff::NotLive)
+    );
+}
+
+#[test]
+fn plan_never_stacks_on_another_tool() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join(TRACER_FILE), "").unwrap();
+    let injected = |k: &str| (k == CUDA_INJECTION_ENV).then(|| "/opt/nsys/libinj.so".to_string());
+    let off = plan(true, true, &argv(&["python"]), injected, Some(t.path()));
+    assert_eq!(
+        off,
+        TracePlan::Off(TraceOff::InjectionSet("/opt/nsys/libinj.so".into()))
+    );
+    let nsys = plan(
+        true,
+        true,
+        &argv(&["/usr/bin/nsys", "profile", "python"]),
+        |_| None,
+        Some(t.path()),
+    );
+    assert_eq!(nsys, TracePlan::Off(TraceOff::UnderProfiler("nsys".into())));
+    let env_lib = t.path().join("other.so");
+    std::fs::write(&env_lib, "").unwrap();
+    let named = |k: &str| (k == TRACER_ENV).then(|| env_lib.display().to_string());
+    assert_eq!(
+        plan(true, true, &argv(&["python"]), named, None),
+        TracePlan::On(env_lib.clone())
+    );
+}
+
+fn event(pid: u32, api: Api, op: Op, bytes: u64, address: u64, result: i32) -> Event {
+    Event {
+        t_ns: 1_700_000_000_000_000_000,
+        pid,
+        tid: pid,
+        api,
+        op,
+        platform: Platform::Cuda,
+        device: if api.is_host() { None } else { Some(0) },
+        bytes,
+        address,
+        flags: 0,
+        result,
+    }
+}
+
+fn send(sock: &Path, events: &[Event]) {
+    let mut buf = Vec::new();
+    for e in events {
+        let mut b = [0u8; EVENT_BYTES];
+        e.encode(&mut b);
+        buf.extend_from_slice(&b);
+    }
+    UnixDatagram::unbound()
+        .unwrap()
+        .send_to(&buf, sock)
+        .unwrap();
+}
+
+#[test]
+fn listener_receives_what_a_tracer_sends_and_counts_garbage() {
+    let l = Listener::bind().unwrap();
+    let lib = Path::new("/x/libgpuledger_tracer.so");
+    let env = l.env(lib);
+    assert!(env.contains(&(CUDA_INJECTION_ENV.into(), lib.display().to_string())));
+    assert!(env.contains(&(SOCKET_ENV.into(), l.socket().display().to_string())));
+    send(
+        &l.socket(),
+        &[event(1, Api::Device, Op::Alloc, 10, 0x10, 0)],
+    );
+    UnixDatagram::unbound()
+        .unwrap()
+        .send_to(b"junk", l.socket())
+        .unwrap();
+    let start = std::time::Instant::now();
+    while l.received() < 2 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (events, lost) = l.take();
+    assert_eq!(events.len(), 1);
+    assert_eq!(lost, 1);
+}
+
+#[test]
+fn recorded_calls_read_back_per_kind_with_frees_resolved_and_failures_kept() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("r.ledger");
+    let mut rec = Recorder::create(&path, &RecordingMeta::default()).unwrap();
+    rec.set_meta("trace", "on: /x/lib.so").unwrap();
+    let gib = 1u64 << 30;
+    let mut first = vec![
+        event(7, Api::Tracer, Op::Started, 0, 0, 0),
+        event(7, Api::Registered, Op::Alloc, 2 * gib, 0x9000, 0),
+        event(7, Api::Device, Op::Alloc, gib, 0x100, 0),
+        // cuMemAllocManaged, then freed by cuMemFree (which the tracer calls device).
+        event(7, Api::Managed, Op::Alloc, gib / 2, 0x200, 0),
+        event(7, Api::Device, Op::Free, 0, 0x200, 0),
+        event(7, Api::Vmm, Op::Alloc, 2 << 20, 0, 800),
+    ];
+    let mut resolver = Resolver::default();
+    rec.add_calls(&mut first, 0, &mut resolver).unwrap();
+    let mut second = vec![
+        event(7, Api::Registered, Op::Free, 0, 0x9000, 0),
+        event(7, Api::Tracer, Op::Dropped, 3, 0, 0),
+    ];
+    rec.add_calls(&mut second, 2, &mut resolver).unwrap();
+    drop(rec);
+    let c = calls(&path).unwrap().unwrap();
+    assert_eq!(c.started, [7]);
+    assert_eq!(c.dropped, 5);
+    let row = |api: &str| c.rows.iter().find(|r| r.api == api).unwrap();
+    let reg = row("registered");
+    assert_eq!(
+        (reg.calls, reg.peak_live, reg.live_at_end, reg.device),
+        (2, 2 * gib, 0, None)
+    );
+    let managed = row("managed");
+    assert_eq!(
+        (managed.calls, managed.peak_live, managed.live_at_end),
+        (2, gib / 2, 0)
+    );
+    assert_eq!(row("device").live_at_end, gib);
+    let vmm = row("vmm");
+    assert_eq!(
+        vmm.failed,
+        [("CUDA_ERROR_NOT_PERMITTED (800)".to_string(), 1)]
+    );
+    assert_eq!(vmm.peak_live, 0);
+}
+
+#[test]
+fn a_recording_without_trace_has_no_calls() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("r.ledger");
+    drop(Recorder::create(&path, &RecordingMeta::default()).unwrap());
+    assert_eq!(calls(&path).unwrap(), None);
+}

@@ -1,0 +1,174 @@
+//! Reading traced calls back, folded per process × API kind × device in one pass: calls, bytes
+//! live at the peak, the largest single call, failed calls by error code, and live bytes over
+//! time at each change (bounded to [`LIVE_POINTS`] per row, keeping the peak).
+
+use super::names::UnknownValue;
+use super::RecordingError;
+use gpuledger_trace_wire::{Api, OffReason, Op, Platform};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Live-bytes points kept per row.
+pub const LIVE_POINTS: usize = 2000;
+
+/// One process × API kind × device.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CallRow {
+    /// Process.
+    pub pid: u32,
+    /// `cuda` or `level_zero`.
+    pub platform: &'static str,
+    /// API kind (`device`, `host_pinned`, `registered`, `managed`, `pooled`, `vmm`, …).
+    pub api: &'static str,
+    /// Device ordinal; `None` for host memory.
+    pub device: Option<u32>,
+    /// Calls of any op (allocations, frees, maps, …).
+    pub calls: u64,
+    /// Bytes live at the peak (allocated and not yet freed).
+    pub peak_live: u64,
+    /// Bytes live at the end of the recording.
+    pub live_at_end: u64,
+    /// The largest single successful allocation.
+    pub largest: u64,
+    /// Failed calls: (error name or code, count).
+    pub failed: Vec<(String, u64)>,
+    /// (t_ms, live bytes) at each change.
+    pub live: Vec<(u64, u64)>,
+}
+
+/// The traced calls of a recording.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CallTable {
+    /// `meta.trace`: "on: LIB" or "off: why".
+    pub state: String,
+    /// Rows by pid, kind, device.
+    pub rows: Vec<CallRow>,
+    /// Pids whose tracer started.
+    pub started: Vec<u32>,
+    /// Pids whose tracer was off, with why.
+    pub off: Vec<(u32, String)>,
+    /// Events lost between the job and the recording.
+    pub dropped: u64,
+    /// Events received but not stored (the recording's row limit).
+    pub not_stored: u64,
+}
+
+type Key = (u32, Platform, Api, Option<u32>);
+
+fn name_of(platform: Platform, code: i32) -> String {
+    match platform.result_name(code) {
+        Some(n) => format!("{n} ({code})"),
+        None => format!("error {code}"),
+    }
+}
+
+fn fold(row: &mut CallRow, platform: Platform, op: Op, bytes: u64, result: i32, t_ms: u64) {
+    row.calls += 1;
+    if result != 0 {
+        let name = name_of(platform, result);
+        match row.failed.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => row.failed.push((name, 1)),
+        }
+        return;
+    }
+    match op {
+        Op::Alloc => {
+            row.live_at_end = row.live_at_end.saturating_add(bytes);
+            row.largest = row.largest.max(bytes);
+        }
+        Op::Free => row.live_at_end = row.live_at_end.saturating_sub(bytes),
+        _ => return,
+    }
+    row.peak_live = row.peak_live.max(row.live_at_end);
+    if row.live.len() < LIVE_POINTS || row.live_at_end == row.peak_live {
+        if row.live.len() >= LIVE_POINTS {
+            row.live.pop();
+        }
+        row.live.push((t_ms, row.live_at_end));
+    }
+}
+
+/// The traced calls of the recording at `path`; `None` when it has none (not traced, or
+/// written before schema version 5).
+pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
+    let p = path.display().to_string();
+    let sql = |source| RecordingError::Sqlite {
+        path: p.clone(),
+        source,
+    };
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sql)?;
+    let unknown = |column: &'static str, value: &str| RecordingError::UnknownValue {
+        path: p.clone(),
+        source: UnknownValue {
+            column,
+            value: value.to_string(),
+        },
+    };
+    let meta = |k: &str| -> rusqlite::Result<Option<String>> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+            .optional()
+    };
+    let Some(state) = meta("trace").map_err(sql)? else {
+        return Ok(None);
+    };
+    let num = |k: &str| -> rusqlite::Result<u64> {
+        Ok(meta(k)?.and_then(|v| v.parse().ok()).unwrap_or(0))
+    };
+    let mut table = CallTable {
+        state,
+        dropped: num("trace_dropped").map_err(sql)?,
+        not_stored: num("trace_not_stored").map_err(sql)?,
+        ..Default::default()
+    };
+    let mut rows: BTreeMap<Key, CallRow> = BTreeMap::new();
+    let mut st = conn
+        .prepare("SELECT t_ms, pid, platform, api, op, device, bytes, result FROM api_calls ORDER BY rowid")
+        .map_err(sql)?;
+    let mut q = st.query([]).map_err(sql)?;
+    while let Some(r) = q.next().map_err(sql)? {
+        let text = |i: usize| r.get::<_, String>(i);
+        let (pf, a, o) = (
+            text(2).map_err(sql)?,
+            text(3).map_err(sql)?,
+            text(4).map_err(sql)?,
+        );
+        let platform =
+            Platform::from_name(&pf).ok_or_else(|| unknown("api_calls.platform", &pf))?;
+        let api = Api::from_name(&a).ok_or_else(|| unknown("api_calls.api", &a))?;
+        let op = Op::from_name(&o).ok_or_else(|| unknown("api_calls.op", &o))?;
+        let pid: u32 = r.get(1).map_err(sql)?;
+        let result: i32 = r.get(7).map_err(sql)?;
+        match op {
+            Op::Started => table.started.push(pid),
+            Op::Off => {
+                let why = OffReason::from_code(result).map_or("unknown reason", |r| r.describe());
+                table.off.push((pid, why.to_string()));
+            }
+            Op::Dropped => {}
+            _ => {
+                let device: Option<u32> = r.get(5).map_err(sql)?;
+                let bytes = r.get::<_, i64>(6).map_err(sql)?.max(0) as u64;
+                let t_ms = r.get::<_, i64>(0).map_err(sql)?.max(0) as u64;
+                let row = rows
+                    .entry((pid, platform, api, device))
+                    .or_insert_with(|| CallRow {
+                        pid,
+                        platform: platform.name(),
+                        api: api.name(),
+                        device,
+                        calls: 0,
+                        peak_live: 0,
+                        live_at_end: 0,
+                        largest: 0,
+                        failed: Vec::new(),
+                        live: Vec::new(),
+                    });
+                fold(row, platform, op, bytes, result, t_ms);
+            }
+        }
+    }
+    table.rows = rows.into_values().collect();
+    Ok(Some(table))
+}

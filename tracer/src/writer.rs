@@ -1,0 +1,207 @@
+//! Getting events out of the job: [`emit`] stamps an event and pushes it into the static ring
+//! (no allocation, no blocking); a writer thread, started at the first event of each process,
+//! sends the ring's events in datagrams to the socket named in the environment. A send the reader
+//! cannot take at once (slow or gone) is dropped and counted; the counts go out as
+//! [`Op::Dropped`] events, the last one when the process exits.
+//!
+//! Fork: the child handler empties the ring, forgets the parent's writer thread (it does not
+//! exist in the child) and closes the parent's socket; the child's first event starts its own.
+
+use crate::ring::{Ring, CAPACITY};
+use gpuledger_trace_wire::{Api, Event, Op, Platform, EVENTS_PER_DATAGRAM, EVENT_BYTES};
+use std::cell::Cell;
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+static RING: Ring<CAPACITY> = Ring::new();
+/// Where events go; set once at initialisation.
+static SOCKET: OnceLock<PathBuf> = OnceLock::new();
+/// A writer thread runs in this process.
+static WRITER: AtomicBool = AtomicBool::new(false);
+/// Someone is taking events out of the ring (the writer, or the exit flush).
+static DRAINING: AtomicBool = AtomicBool::new(false);
+/// The writer's socket, closed by a forked child.
+static SOCKET_FD: AtomicI32 = AtomicI32::new(-1);
+static PID: AtomicU32 = AtomicU32::new(0);
+
+thread_local! {
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How long the writer sleeps when the ring is empty.
+const IDLE: Duration = Duration::from_millis(2);
+/// How long the exit flush waits for the writer to let go of the ring.
+const EXIT_WAIT: Duration = Duration::from_millis(200);
+
+/// Sets where events go and registers the fork and exit handlers; `false` when it was set before.
+pub fn init(socket: PathBuf) -> bool {
+    if SOCKET.set(socket).is_err() {
+        return false;
+    }
+    PID.store(std::process::id(), Ordering::Relaxed);
+    // SAFETY: registering plain `extern "C"` functions that catch every panic themselves.
+    unsafe {
+        libc::pthread_atfork(None, None, Some(after_fork_child));
+        libc::atexit(at_exit);
+    }
+    true
+}
+
+fn tid() -> u32 {
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid has no preconditions.
+            t.set(unsafe { libc::gettid() } as u32);
+        }
+        t.get()
+    })
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A blank event of this process and thread, now.
+pub fn stamp(api: Api, op: Op, platform: Platform) -> Event {
+    Event {
+        t_ns: now_ns(),
+        pid: PID.load(Ordering::Relaxed),
+        tid: tid(),
+        api,
+        op,
+        platform,
+        device: None,
+        bytes: 0,
+        address: 0,
+        flags: 0,
+        result: 0,
+    }
+}
+
+/// Queues an event; starts this process's writer thread at its first event.
+pub fn emit(e: &Event) {
+    if SOCKET.get().is_none() {
+        return;
+    }
+    RING.push(e);
+    // A plain load first: the swap (a write to a shared line) happens once per process.
+    if !WRITER.load(Ordering::Acquire)
+        && !WRITER.swap(true, Ordering::AcqRel)
+        && std::thread::Builder::new()
+            .name("gpuledger-trace".into())
+            .spawn(writer)
+            .is_err()
+    {
+        WRITER.store(false, Ordering::Release);
+    }
+}
+
+fn socket() -> Option<UnixDatagram> {
+    let s = UnixDatagram::unbound().ok()?;
+    s.set_nonblocking(true).ok()?;
+    Some(s)
+}
+
+/// Sends one datagram of up to [`EVENTS_PER_DATAGRAM`] events; the number taken from the ring.
+fn send_batch(sock: &UnixDatagram, path: &PathBuf) -> usize {
+    let mut buf = [0u8; EVENT_BYTES * EVENTS_PER_DATAGRAM];
+    let mut n = 0;
+    while n < EVENTS_PER_DATAGRAM {
+        match RING.pop() {
+            Some(b) => buf[n * EVENT_BYTES..(n + 1) * EVENT_BYTES].copy_from_slice(&b),
+            None => break,
+        }
+        n += 1;
+    }
+    if n > 0 && sock.send_to(&buf[..n * EVENT_BYTES], path).is_err() {
+        RING.add_dropped(n as u64);
+    }
+    n
+}
+
+/// Sends the dropped count as an event (`final_one`: even when it is 0).
+fn send_dropped(sock: &UnixDatagram, path: &PathBuf, final_one: bool) {
+    let n = RING.take_dropped();
+    if n == 0 && !final_one {
+        return;
+    }
+    let mut e = stamp(Api::Tracer, Op::Dropped, Platform::Cuda);
+    e.bytes = n;
+    let mut b = [0u8; EVENT_BYTES];
+    e.encode(&mut b);
+    if sock.send_to(&b, path).is_err() {
+        RING.add_dropped(n);
+    }
+}
+
+fn writer() {
+    let _ = std::panic::catch_unwind(|| {
+        let (Some(path), Some(sock)) = (SOCKET.get(), socket()) else {
+            return;
+        };
+        SOCKET_FD.store(sock.as_raw_fd(), Ordering::Release);
+        loop {
+            if DRAINING
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                let mut sent = 0;
+                while send_batch(&sock, path) > 0 {
+                    sent += 1;
+                }
+                send_dropped(&sock, path, false);
+                DRAINING.store(false, Ordering::Release);
+                if sent > 0 {
+                    continue;
+                }
+            }
+            std::thread::sleep(IDLE);
+        }
+    });
+}
+
+/// Sends what is left and the final dropped count, from the calling thread.
+pub fn flush_now() {
+    let (Some(path), Some(sock)) = (SOCKET.get(), socket()) else {
+        return;
+    };
+    let start = Instant::now();
+    while DRAINING
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        if start.elapsed() > EXIT_WAIT {
+            return;
+        }
+        std::thread::yield_now();
+    }
+    while send_batch(&sock, path) > 0 {}
+    send_dropped(&sock, path, true);
+    DRAINING.store(false, Ordering::Release);
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(flush_now);
+}
+
+extern "C" fn after_fork_child() {
+    let _ = std::panic::catch_unwind(|| {
+        RING.reset();
+        WRITER.store(false, Ordering::Release);
+        DRAINING.store(false, Ordering::Release);
+        PID.store(std::process::id(), Ordering::Relaxed);
+        TID.with(|t| t.set(0));
+        let fd = SOCKET_FD.swap(-1, Ordering::AcqRel);
+        if fd >= 0 {
+            // SAFETY: the fd belonged to the parent's writer thread, which does not exist here;
+            // nothing else in the child uses it.
+            unsafe { libc::close(fd) };
+        }
+    });
+}

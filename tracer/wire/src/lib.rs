@@ -1,0 +1,392 @@
+//! The events gpuledger's tracer library sends to `gpuledger record`: one fixed-size,
+//! little-endian record of [`EVENT_BYTES`] bytes per memory API call, several to a datagram.
+//!
+//! Layout of one event (offsets in bytes):
+//! `0` u64 time (ns since the Unix epoch), `8` u32 pid, `12` u32 tid, `16` u8 [`Api`],
+//! `17` u8 [`Op`], `18` u8 [`Platform`], `19` u8 reserved (0), `20` i32 device ordinal (-1: host
+//! or unknown), `24` u64 bytes, `32` u64 address (or handle), `40` u32 flags, `44` i32 result
+//! code of the call (0: success; for [`Op::Off`], the [`OffReason`]).
+
+/// Size of one encoded event.
+pub const EVENT_BYTES: usize = 48;
+/// Events per datagram at most (a datagram stays far below the socket's limits).
+pub const EVENTS_PER_DATAGRAM: usize = 64;
+/// The environment variable naming the Unix datagram socket the tracer sends to.
+pub const SOCKET_ENV: &str = "GPULEDGER_TRACE_SOCKET";
+
+/// Which memory a call is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Api {
+    /// The tracer itself (status events).
+    Tracer,
+    /// Device memory (`cuMemAlloc`, `zeMemAllocDevice`).
+    Device,
+    /// Host memory allocated pinned (`cuMemHostAlloc`, `cuMemAllocHost`, `zeMemAllocHost`).
+    HostPinned,
+    /// Existing host pages pinned (`cuMemHostRegister`).
+    Registered,
+    /// Managed / shared memory (`cuMemAllocManaged`, `zeMemAllocShared`).
+    Managed,
+    /// Stream-ordered pool memory (`cuMemAllocAsync`, `cuMemAllocFromPoolAsync`).
+    Pooled,
+    /// Virtual memory management: physical handles and their mappings (`cuMemCreate`, `cuMemMap`).
+    Vmm,
+    /// Residency of memory on a device (`zeContextMakeMemoryResident`, `zeContextEvictMemory`).
+    Residency,
+    /// Inter-process handles (`zeMemOpenIpcHandle`).
+    Ipc,
+    /// Contexts (`zeContextCreate`).
+    Context,
+}
+
+impl Api {
+    const ALL: [Api; 10] = [
+        Api::Tracer,
+        Api::Device,
+        Api::HostPinned,
+        Api::Registered,
+        Api::Managed,
+        Api::Pooled,
+        Api::Vmm,
+        Api::Residency,
+        Api::Ipc,
+        Api::Context,
+    ];
+
+    /// The name used in recordings and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Tracer => "tracer",
+            Api::Device => "device",
+            Api::HostPinned => "host_pinned",
+            Api::Registered => "registered",
+            Api::Managed => "managed",
+            Api::Pooled => "pooled",
+            Api::Vmm => "vmm",
+            Api::Residency => "residency",
+            Api::Ipc => "ipc",
+            Api::Context => "context",
+        }
+    }
+
+    /// The kind a name stands for.
+    pub fn from_name(s: &str) -> Option<Api> {
+        Api::ALL.into_iter().find(|a| a.name() == s)
+    }
+
+    /// Whether the memory lives in host RAM (pinned by the driver).
+    pub fn is_host(self) -> bool {
+        matches!(self, Api::HostPinned | Api::Registered)
+    }
+}
+
+/// What a call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// Allocated (or registered, or created a physical handle).
+    Alloc,
+    /// Freed (or unregistered, or released a handle).
+    Free,
+    /// Mapped a handle into an address range.
+    Map,
+    /// Unmapped an address range.
+    Unmap,
+    /// Made memory resident on a device.
+    MakeResident,
+    /// Evicted memory from a device.
+    Evict,
+    /// Opened an inter-process handle.
+    OpenIpc,
+    /// Closed an inter-process handle.
+    CloseIpc,
+    /// Created a context.
+    CreateContext,
+    /// Status: tracing started in this process.
+    Started,
+    /// Status: tracing is off in this process; `result` holds the [`OffReason`].
+    Off,
+    /// Status: `bytes` events were dropped since the last such event (ring full or reader slow).
+    Dropped,
+}
+
+impl Op {
+    const ALL: [Op; 12] = [
+        Op::Alloc,
+        Op::Free,
+        Op::Map,
+        Op::Unmap,
+        Op::MakeResident,
+        Op::Evict,
+        Op::OpenIpc,
+        Op::CloseIpc,
+        Op::CreateContext,
+        Op::Started,
+        Op::Off,
+        Op::Dropped,
+    ];
+
+    /// The name used in recordings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Alloc => "alloc",
+            Op::Free => "free",
+            Op::Map => "map",
+            Op::Unmap => "unmap",
+            Op::MakeResident => "make_resident",
+            Op::Evict => "evict",
+            Op::OpenIpc => "open_ipc",
+            Op::CloseIpc => "close_ipc",
+            Op::CreateContext => "create_context",
+            Op::Started => "started",
+            Op::Off => "off",
+            Op::Dropped => "dropped",
+        }
+    }
+
+    /// The op a name stands for.
+    pub fn from_name(s: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|o| o.name() == s)
+    }
+}
+
+/// Whose API was called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Platform {
+    /// The CUDA driver API (through CUPTI).
+    Cuda,
+    /// Intel Level Zero (through the loader's entry points).
+    LevelZero,
+}
+
+impl Platform {
+    /// The name used in recordings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::Cuda => "cuda",
+            Platform::LevelZero => "level_zero",
+        }
+    }
+
+    /// The name of a call's result code, where known (ref: CUDA 13.0 `include/cuda.h`,
+    /// `cudaError_enum`).
+    pub fn result_name(self, code: i32) -> Option<&'static str> {
+        if self != Platform::Cuda {
+            return None;
+        }
+        Some(match code {
+            0 => "CUDA_SUCCESS",
+            1 => "CUDA_ERROR_INVALID_VALUE",
+            2 => "CUDA_ERROR_OUT_OF_MEMORY",
+            3 => "CUDA_ERROR_NOT_INITIALIZED",
+            4 => "CUDA_ERROR_DEINITIALIZED",
+            100 => "CUDA_ERROR_NO_DEVICE",
+            101 => "CUDA_ERROR_INVALID_DEVICE",
+            201 => "CUDA_ERROR_INVALID_CONTEXT",
+            400 => "CUDA_ERROR_INVALID_HANDLE",
+            700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+            712 => "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+            713 => "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+            800 => "CUDA_ERROR_NOT_PERMITTED",
+            801 => "CUDA_ERROR_NOT_SUPPORTED",
+            999 => "CUDA_ERROR_UNKNOWN",
+            _ => return None,
+        })
+    }
+
+    /// The platform a name stands for.
+    pub fn from_name(s: &str) -> Option<Platform> {
+        [Platform::Cuda, Platform::LevelZero]
+            .into_iter()
+            .find(|p| p.name() == s)
+    }
+}
+
+/// Why tracing is off in a process (the `result` of an [`Op::Off`] event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffReason {
+    /// No CUPTI library was found.
+    NoCupti,
+    /// The CUDA driver did not say its version, or it is older than CUPTI 12.
+    UnknownRuntime,
+    /// CUPTI refused the subscription (another tool holds it).
+    SubscribeFailed,
+}
+
+impl OffReason {
+    fn code(self) -> i32 {
+        match self {
+            OffReason::NoCupti => 1,
+            OffReason::UnknownRuntime => 2,
+            OffReason::SubscribeFailed => 3,
+        }
+    }
+
+    /// The reason a code stands for.
+    pub fn from_code(c: i32) -> Option<OffReason> {
+        [
+            OffReason::NoCupti,
+            OffReason::UnknownRuntime,
+            OffReason::SubscribeFailed,
+        ]
+        .into_iter()
+        .find(|r| r.code() == c)
+    }
+
+    /// What a user reads.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OffReason::NoCupti => "no CUPTI library found (CUDA_HOME, /usr/local/cuda, the job's nvidia wheels, ldconfig)",
+            OffReason::UnknownRuntime => "the CUDA driver version is unknown or older than 12",
+            OffReason::SubscribeFailed => "CUPTI refused the subscription (another profiler is attached)",
+        }
+    }
+
+    /// The event result carrying this reason.
+    pub fn as_result(self) -> i32 {
+        self.code()
+    }
+}
+
+/// One traced call (or status event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// Nanoseconds since the Unix epoch.
+    pub t_ns: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Memory kind.
+    pub api: Api,
+    /// What the call did.
+    pub op: Op,
+    /// Whose API.
+    pub platform: Platform,
+    /// Device ordinal, `None` for host memory or where unknown.
+    pub device: Option<u32>,
+    /// Bytes the call asked for (0 where the call does not say, e.g. a free).
+    pub bytes: u64,
+    /// Address or handle.
+    pub address: u64,
+    /// The call's flags.
+    pub flags: u32,
+    /// The call's return code (0: success).
+    pub result: i32,
+}
+
+/// An event that cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The datagram's length is no multiple of [`EVENT_BYTES`].
+    Length(usize),
+    /// A kind, op or platform byte this build does not know.
+    UnknownByte {
+        /// Which field.
+        field: &'static str,
+        /// Its value.
+        value: u8,
+    },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Length(n) => write!(
+                f,
+                "trace datagram of {n} bytes is no multiple of {EVENT_BYTES}"
+            ),
+            DecodeError::UnknownByte { field, value } => {
+                write!(f, "trace event with unknown {field} {value}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+fn api_byte(a: Api) -> u8 {
+    Api::ALL.iter().position(|x| *x == a).unwrap_or(0) as u8
+}
+
+fn op_byte(o: Op) -> u8 {
+    Op::ALL.iter().position(|x| *x == o).unwrap_or(0) as u8
+}
+
+impl Event {
+    /// Encodes the event into `out`.
+    pub fn encode(&self, out: &mut [u8; EVENT_BYTES]) {
+        out[0..8].copy_from_slice(&self.t_ns.to_le_bytes());
+        out[8..12].copy_from_slice(&self.pid.to_le_bytes());
+        out[12..16].copy_from_slice(&self.tid.to_le_bytes());
+        out[16] = api_byte(self.api);
+        out[17] = op_byte(self.op);
+        out[18] = match self.platform {
+            Platform::Cuda => 0,
+            Platform::LevelZero => 1,
+        };
+        out[19] = 0;
+        let dev = self.device.map_or(-1, |d| d.min(i32::MAX as u32) as i32);
+        out[20..24].copy_from_slice(&dev.to_le_bytes());
+        out[24..32].copy_from_slice(&self.bytes.to_le_bytes());
+        out[32..40].copy_from_slice(&self.address.to_le_bytes());
+        out[40..44].copy_from_slice(&self.flags.to_le_bytes());
+        out[44..48].copy_from_slice(&self.result.to_le_bytes());
+    }
+
+    /// Decodes one event.
+    pub fn decode(b: &[u8; EVENT_BYTES]) -> Result<Event, DecodeError> {
+        let u64_at = |i: usize| {
+            u64::from_le_bytes([
+                b[i],
+                b[i + 1],
+                b[i + 2],
+                b[i + 3],
+                b[i + 4],
+                b[i + 5],
+                b[i + 6],
+                b[i + 7],
+            ])
+        };
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let unknown = |field, value| DecodeError::UnknownByte { field, value };
+        let api = *Api::ALL.get(b[16] as usize).ok_or(unknown("api", b[16]))?;
+        let op = *Op::ALL.get(b[17] as usize).ok_or(unknown("op", b[17]))?;
+        let platform = match b[18] {
+            0 => Platform::Cuda,
+            1 => Platform::LevelZero,
+            v => return Err(unknown("platform", v)),
+        };
+        let dev = u32_at(20) as i32;
+        Ok(Event {
+            t_ns: u64_at(0),
+            pid: u32_at(8),
+            tid: u32_at(12),
+            api,
+            op,
+            platform,
+            device: u32::try_from(dev).ok(),
+            bytes: u64_at(24),
+            address: u64_at(32),
+            flags: u32_at(40),
+            result: u32_at(44) as i32,
+        })
+    }
+
+    /// Decodes a datagram of whole events.
+    pub fn decode_all(datagram: &[u8]) -> Result<Vec<Event>, DecodeError> {
+        if datagram.len() % EVENT_BYTES != 0 {
+            return Err(DecodeError::Length(datagram.len()));
+        }
+        datagram
+            .chunks_exact(EVENT_BYTES)
+            .map(|c| {
+                let mut b = [0u8; EVENT_BYTES];
+                b.copy_from_slice(c);
+                Event::decode(&b)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;
