@@ -210,14 +210,9 @@ fn a_healthy_start_up_has_no_peer_mirror_in_any_view() {
             .filter_map(|f| f["kind"].as_str())
             .collect();
         assert!(!kinds.contains(&"peer_mirror"), "{ranks} ranks: {kinds:?}");
-        let code = run(&[
-            "--root",
-            out.to_str().unwrap(),
-            "--fail-on",
-            "critical",
-        ])
-        .status
-        .code();
+        let code = run(&["--root", out.to_str().unwrap(), "--fail-on", "critical"])
+            .status
+            .code();
         assert_eq!(code, Some(0), "{ranks} ranks at start-up: no CRITICAL");
     }
 }
@@ -268,7 +263,10 @@ fn snapshot_json_and_metrics_match_the_truth() {
                 .unwrap();
             let home = home.as_str().unwrap();
             assert!(
-                f["message"].as_str().unwrap().contains(&format!("home {home}")),
+                f["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("home {home}")),
                 "{scenario}: the message names the table's home {home}: {}",
                 f["message"]
             );
@@ -276,7 +274,9 @@ fn snapshot_json_and_metrics_match_the_truth() {
         let mut sampler = Sampler::new(Root::open(&out).unwrap(), Scope::All, Default::default());
         let ledger = Ledger::from_snapshot(&sampler.sample().unwrap());
         let findings = analyze(&ledger, &Thresholds::default());
-        let top = Filter::resolve(&ledger, &[], &[]).unwrap().findings(&findings);
+        let top = Filter::resolve(&ledger, &[], &[])
+            .unwrap()
+            .findings(&findings);
         assert_eq!(found(&top), expected(&truth), "{scenario}: top's model");
         let metrics = render_metrics(
             &ledger,
@@ -288,7 +288,11 @@ fn snapshot_json_and_metrics_match_the_truth() {
             .lines()
             .filter(|l| l.starts_with("gpuledger_finding_bytes{") && l.contains("peer_mirror"))
             .count();
-        assert_eq!(series, truth.findings.len(), "{scenario}: /metrics\n{metrics}");
+        assert_eq!(
+            series,
+            truth.findings.len(),
+            "{scenario}: /metrics\n{metrics}"
+        );
     }
 }
 
@@ -296,7 +300,11 @@ fn snapshot_json_and_metrics_match_the_truth() {
 /// (pid, peer) pairs the truth ever expected, at the worst severity the truth gave them.
 #[test]
 fn show_json_of_a_recording_matches_the_truth_over_time() {
-    for (ranks, backing) in [(2, Backing::Eager), (3, Backing::Deferred), (4, Backing::Eager)] {
+    for (ranks, backing) in [
+        (2, Backing::Eager),
+        (3, Backing::Deferred),
+        (4, Backing::Eager),
+    ] {
         let case = Case {
             scenario: Scenario::DdpPeerMirror,
             ranks,
@@ -307,8 +315,7 @@ fn show_json_of_a_recording_matches_the_truth_over_time() {
         let dir = tempfile::tempdir().unwrap();
         let tree = dir.path().join("tree");
         let ledger_path = dir.path().join("run.ledger");
-        gpuledger::sim::run::record(&sim, &tree, &ledger_path, 60, &Thresholds::default())
-            .unwrap();
+        gpuledger::sim::run::record(&sim, &tree, &ledger_path, 60, &Thresholds::default()).unwrap();
         let mut want: Vec<(u64, String, String)> = Vec::new();
         for s in 0..=60 {
             for f in sim.state_at(f64::from(s)).truth.findings {

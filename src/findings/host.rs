@@ -1,7 +1,7 @@
 //! Host-side findings: `driver_held_host` and `host_pressure`.
 
 use super::{percent, Finding, Kind, Severity, Thresholds};
-use crate::ledger::{HeldCounter, Ledger};
+use crate::ledger::{HeldCounter, Ledger, MemClass};
 use crate::units::human_bytes;
 
 pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
@@ -19,7 +19,9 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
     if held < floor {
         return None;
     }
-    let explained = (per_fd as f64 / held as f64).min(1.0);
+    // Attributed per process: DRM host-class bytes (each client once), KFD, NVIDIA pinned shmem.
+    let attributed = ledger.resident_total(MemClass::Host);
+    let explained = (attributed as f64 / held as f64).min(1.0);
     let what = if e.counter == HeldCounter::Unaccounted {
         format!(
             "{} of host RAM ({:.0} % of MemTotal) is held for GPUs with no kernel GPU counter explaining it ({}; this kernel has no GPUActive)",
@@ -51,15 +53,16 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
             human_bytes(integrated)
         )
     } else {
-        "check the peer_mirror findings and run the job under `gpuledger guard`".to_string()
+        "see the peer_mirror findings for whose memory it mirrors".to_string()
     };
     Some(Finding {
         kind: Kind::DriverHeldHost,
         severity,
         message: format!(
-            "{what}; per-fd host-class resident bytes explain {:.0} % of it ({}): {advice}; see --explain driver_held_host",
+            "{what}; {:.0} % of it ({}) is attributed to processes{}: {advice}; see --explain driver_held_host",
             explained * 100.0,
-            human_bytes(per_fd)
+            human_bytes(attributed),
+            top_holders(ledger)
         ),
         pid: None,
         rank: None,
@@ -105,4 +108,34 @@ pub(super) fn pressure(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
         source: Some("MemAvailable".into()),
         issue: None,
     })
+}
+
+/// ` (pid 7 python3 6.0 GiB, …)`: the three processes holding most host-class GPU memory.
+fn top_holders(ledger: &Ledger) -> String {
+    let mut holders: Vec<(u64, &crate::ledger::ProcessRow)> = ledger
+        .processes
+        .iter()
+        .map(|p| {
+            (
+                p.usage
+                    .iter()
+                    .filter(|u| u.class == MemClass::Host)
+                    .filter_map(|u| u.resident)
+                    .sum(),
+                p,
+            )
+        })
+        .filter(|(b, _)| *b > 0)
+        .collect();
+    holders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.pid.cmp(&b.1.pid)));
+    let named: Vec<String> = holders
+        .iter()
+        .take(3)
+        .map(|(b, p)| format!("{} {}", p.label(), human_bytes(*b)))
+        .collect();
+    match (named.is_empty(), holders.len() > 3) {
+        (true, _) => String::new(),
+        (false, false) => format!(" ({})", named.join(", ")),
+        (false, true) => format!(" ({}, and {} more)", named.join(", "), holders.len() - 3),
+    }
 }

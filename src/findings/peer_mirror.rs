@@ -99,7 +99,9 @@ impl<'a> PerDevice<'a> {
 /// `host` lies within the mirror margins of `reference`.
 fn within(host: u64, reference: u64, t: &Thresholds) -> bool {
     reference > 0
-        && host >= t.peer_min_bytes.max((reference as f64 * t.peer_min_ratio) as u64)
+        && host
+            >= t.peer_min_bytes
+                .max((reference as f64 * t.peer_min_ratio) as u64)
         && host as f64 <= reference as f64 * t.peer_max_ratio
 }
 

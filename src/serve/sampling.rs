@@ -6,10 +6,10 @@ use super::metrics::{render_metrics, ExporterStats, MetricsOptions};
 use super::redact::redact_ledger;
 use crate::findings::{analyze, Finding, Thresholds};
 use crate::knowledge::KnownIssues;
-use crate::sources::kernel_log::LogCache;
 use crate::ledger::{Filter, Ledger};
 use crate::outputs::json;
 use crate::sampler::{SampleError, Sampler};
+use crate::sources::kernel_log::LogCache;
 use axum::body::Bytes;
 use std::time::Instant;
 

@@ -299,7 +299,11 @@ impl Simulation {
         let eager = p.backing == Backing::Eager;
         match p.scenario {
             Scenario::DdpPeerMirror | Scenario::SingleGpu | Scenario::DdpHealthy => {
-                let registered = if p.scenario == Scenario::DdpHealthy { 0 } else { made };
+                let registered = if p.scenario == Scenario::DdpHealthy {
+                    0
+                } else {
+                    made
+                };
                 let peers: Vec<(u32, u64, u64)> = (0..p.ranks)
                     .filter(|&d| d != rank && self.peer_count() > 0)
                     .map(|d| (d, 4 * MIB + registered, CONTEXT_VRAM))
@@ -309,7 +313,11 @@ impl Simulation {
                     .filter(|_| registered > 0)
                     .map(|&(d, _, _)| (rank, d, registered))
                     .collect();
-                let mirrored = if eager { registered * peers.len() as u64 } else { 0 };
+                let mirrored = if eager {
+                    registered * peers.len() as u64
+                } else {
+                    0
+                };
                 RankMem {
                     home_vram: 512 * MIB + made,
                     home_gtt: BASE_GTT,
@@ -356,7 +364,12 @@ impl Simulation {
         RankMem {
             home_vram: 512 * MIB + made,
             home_gtt: BASE_GTT + mirrored_per_device,
-            pinned: BASE_PINNED + if eager { mirrored_per_device * (others + 1) } else { 0 },
+            pinned: BASE_PINNED
+                + if eager {
+                    mirrored_per_device * (others + 1)
+                } else {
+                    0
+                },
             peers,
             mirrors,
         }
@@ -443,7 +456,13 @@ impl Simulation {
     }
 
     /// The mirror relations of one process, as the ground truth names them.
-    fn mirrors(&self, proc: &SimProcess, r: u32, m: &RankMem, devices: &[DeviceInfo]) -> Vec<Mirror> {
+    fn mirrors(
+        &self,
+        proc: &SimProcess,
+        r: u32,
+        m: &RankMem,
+        devices: &[DeviceInfo],
+    ) -> Vec<Mirror> {
         let pinned = self.params.backing == Backing::Eager;
         let rank = (self.params.scenario != Scenario::OneProcess).then_some(r);
         m.mirrors

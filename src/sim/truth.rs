@@ -106,10 +106,8 @@ pub fn expected(mut base: Truth, mirrors: Vec<Mirror>) -> Truth {
     for m in &mirrors {
         by_peer.entry((m.pid, m.peer.as_str())).or_default().push(m);
     }
-    let mut findings: Vec<ExpectedFinding> = by_peer
-        .values()
-        .filter_map(|ms| finding(ms))
-        .collect();
+    let mut findings: Vec<ExpectedFinding> =
+        by_peer.values().filter_map(|ms| finding(ms)).collect();
     findings.sort();
     base.findings = findings;
     base.mirrors = mirrors;
