@@ -179,6 +179,11 @@ pub struct SnapshotArgs {
     /// Explain a finding kind (snapshot and timeline findings) and exit.
     #[arg(long, value_name = "FINDING", value_parser = PossibleValuesParser::new(gpuledger::findings::EXPLAINED))]
     pub explain: Option<String>,
+
+    /// List every finding in the table; by default more than four of one kind and severity are
+    /// one line (64 ranks × 63 peers, bytes each and in all). JSON always lists each.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 impl SnapshotArgs {
@@ -195,6 +200,7 @@ impl SnapshotArgs {
             (!self.filter.devices.is_empty(), "--device"),
             (self.fail_on.is_some(), "--fail-on"),
             (self.explain.is_some(), "--explain"),
+            (self.verbose, "--verbose"),
         ]
         .into_iter()
         .find_map(|(given, flag)| given.then_some(flag))

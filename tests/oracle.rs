@@ -359,3 +359,38 @@ fn collect_peer_mirrors(v: &serde_json::Value, out: &mut Vec<(u64, String, Strin
         _ => {}
     }
 }
+
+/// 8 ranks × 7 peers of one kind and severity read as one line in the table, each with `-v`,
+/// and the JSON keeps every finding.
+#[test]
+fn many_findings_of_one_shape_are_one_line_in_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s");
+    let o = out.to_str().unwrap();
+    let args = [
+        "simulate",
+        "ddp-peer-mirror",
+        "--ranks",
+        "8",
+        "--backing",
+        "deferred",
+        "--at",
+        "20s",
+        "--out",
+        o,
+    ];
+    stdout_of(&args, 0);
+    let table = stdout_of(&["--root", o], 0);
+    let line = table
+        .lines()
+        .find(|l| l.contains("peer_mirror:"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("56 findings, 8 processes × 8 peers") && line.contains("-v lists each"),
+        "{table}"
+    );
+    let each = stdout_of(&["--root", o, "-v"], 0);
+    assert_eq!(each.matches("peer_mirror:").count(), 56, "{each}");
+    let doc = json_of(&["--root", o, "--json"], 0);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 56);
+}

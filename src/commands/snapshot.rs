@@ -104,7 +104,7 @@ fn render(
         Format::Json => json::render(ledger, shown),
         Format::Csv => csv::render(ledger, first)?,
         Format::Table => {
-            let body = table::render_snapshot_painted(ledger, shown, ctx.paint);
+            let body = table::render_snapshot_detail(ledger, shown, ctx.paint, args.verbose);
             if looping {
                 let stamp = format!("──── {} ────", rfc3339(ledger.time_ms));
                 let gap = if first { "" } else { "\n" };

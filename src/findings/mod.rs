@@ -2,6 +2,7 @@
 //! and say in one sentence what to do.
 
 mod evicted;
+pub mod group;
 mod host;
 pub mod kernel;
 mod peer_mirror;

@@ -16,6 +16,17 @@ pub fn render_snapshot(ledger: &Ledger, findings: &[Finding]) -> String {
 
 /// Renders the whole snapshot report, severities coloured when `paint` says so.
 pub fn render_snapshot_painted(ledger: &Ledger, findings: &[Finding], paint: Paint) -> String {
+    render_snapshot_detail(ledger, findings, paint, false)
+}
+
+/// Renders the whole snapshot report; `each` lists every finding instead of folding many of one
+/// kind and severity into a group line (`-v`).
+pub fn render_snapshot_detail(
+    ledger: &Ledger,
+    findings: &[Finding],
+    paint: Paint,
+    each: bool,
+) -> String {
     let mut out = String::new();
     out.push_str(&host_section(ledger));
     out.push('\n');
@@ -24,7 +35,7 @@ pub fn render_snapshot_painted(ledger: &Ledger, findings: &[Finding], paint: Pai
     out.push_str(&process_section(ledger));
     out.push('\n');
     out.push_str(&jobs_section(ledger));
-    out.push_str(&findings_section(findings, paint));
+    out.push_str(&findings_section(findings, paint, each));
     out.push_str(&scan_notes(ledger));
     if ledger.devices.is_empty() && ledger.clients.is_empty() && ledger.root == "/" {
         out.push_str("\nNo GPU on this machine: host memory above is still exact. `gpuledger demo` shows what\ngpuledger finds on a machine with the GSD-13038 peer-mirror regression (simulated, in seconds).\n");
@@ -269,19 +280,39 @@ fn jobs_section(l: &Ledger) -> String {
     format!("Jobs (cgroups)\n{}\n", render("  ", &headers, &rows))
 }
 
-fn findings_section(findings: &[Finding], paint: Paint) -> String {
+fn findings_section(findings: &[Finding], paint: Paint, each: bool) -> String {
     if findings.is_empty() {
         return "Findings\n  none\n".into();
     }
     let mut s = String::from("Findings\n");
-    for f in findings {
-        let _ = writeln!(
-            s,
-            "  {}  {}: {}",
-            severity_label(paint, f.severity),
-            f.kind.as_str(),
-            display_safe(&f.message)
-        );
+    for g in crate::findings::group::groups(findings) {
+        let label = severity_label(paint, g.severity);
+        if g.folded() && !each {
+            let (pids, peers) = g.shape();
+            let (median, total) = g.bytes();
+            let shape = match (pids, peers) {
+                (0, _) => String::new(),
+                (p, 0) => format!(", {p} processes"),
+                (p, q) => format!(", {p} processes × {q} peers"),
+            };
+            let _ = writeln!(
+                s,
+                "  {label}  {}: {} findings{shape}, {} each (median), {} in all; -v lists each",
+                g.kind.as_str(),
+                g.findings.len(),
+                human_bytes(median),
+                human_bytes(total)
+            );
+            continue;
+        }
+        for f in g.findings {
+            let _ = writeln!(
+                s,
+                "  {label}  {}: {}",
+                f.kind.as_str(),
+                display_safe(&f.message)
+            );
+        }
     }
     s
 }
