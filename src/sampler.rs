@@ -237,9 +237,15 @@ impl Sampler {
             .as_ref()
             .and_then(|n| n.gpus().ok())
             .unwrap_or_default();
+        // NVML's memory in use is read every sample, as the per-process figures are: a device
+        // total kept from an earlier sample would be compared with this instant's processes.
         for g in &nv {
-            if !self.devices.iter().any(|d| d.id == g.bus_id) {
-                self.devices.push(nvml::device_info(g));
+            match self.devices.iter_mut().find(|d| d.id == g.bus_id) {
+                Some(d) => {
+                    d.vram_used = g.memory_used.or(d.vram_used);
+                    d.vram_total = d.vram_total.or(g.memory_total);
+                }
+                None => self.devices.push(nvml::device_info(g)),
             }
         }
         let in_scope = self.in_scope(&pids);

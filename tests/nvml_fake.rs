@@ -96,3 +96,50 @@ fn live_machine_without_nvidia_library_is_no_error() {
             .all(|d| d["driver"] != "nvidia"));
     }
 }
+
+/// NVML answers that change between samples: the device starts empty, then the job's process
+/// holds memory and the device reports it in use.
+#[derive(Debug)]
+struct Growing {
+    calls: std::sync::atomic::AtomicUsize,
+    base: Vec<NvGpu>,
+}
+
+impl NvmlSource for Growing {
+    fn gpus(&self) -> Result<Vec<NvGpu>, String> {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut gpus = self.base.clone();
+        for g in &mut gpus {
+            if n == 0 {
+                g.memory_used = Some(0);
+                g.processes.iter_mut().for_each(|p| p.1 = Some(0));
+            } else {
+                let held: u64 = g.processes.iter().filter_map(|p| p.1).sum();
+                g.memory_used = Some(held + (600 << 20));
+            }
+        }
+        Ok(gpus)
+    }
+}
+
+/// The H200 case: a device total read on the first sample must not be compared with a later
+/// sample's processes (`over_reported` "… but the device reports 0 B in use").
+#[test]
+fn device_memory_in_use_is_read_with_the_processes() {
+    let root = Root::open(&common::fixture("nvidia")).unwrap();
+    let source = Growing {
+        calls: Default::default(),
+        base: recorded().0,
+    };
+    let mut s =
+        Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(source));
+    s.sample().unwrap();
+    let ledger = Ledger::from_snapshot(&s.sample().unwrap());
+    let used = ledger.device("0000:18:00.0").and_then(|d| d.vram_used);
+    assert!(used.is_some_and(|u| u > 600 << 20), "{used:?}");
+    let kinds: Vec<_> = analyze(&ledger, &Thresholds::default())
+        .iter()
+        .map(|f| f.kind.as_str())
+        .collect();
+    assert!(!kinds.contains(&"over_reported"), "{kinds:?}");
+}
