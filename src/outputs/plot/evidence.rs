@@ -6,6 +6,7 @@ use super::axis::fit;
 use super::page::{esc, Section};
 use super::Run;
 use crate::job_output::plausible;
+use crate::outputs::safe_text::display_safe;
 use crate::recording::{RateSeries, Recording};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -98,8 +99,9 @@ fn thin(r: &RateSeries) -> Vec<(u64, f64)> {
 }
 
 fn chart(r: &RateSeries, points: &[(f64, f64)], markers: &[(f64, String)]) -> String {
-    let unit = r.unit.clone().unwrap_or_default();
-    let title = format!("{} ({} points)", r.name, r.points.len());
+    // Job text reaches SVG text here: control and bidi characters shown visibly, as everywhere.
+    let unit = display_safe(r.unit.as_deref().unwrap_or_default()).into_owned();
+    let title = format!("{} ({} points)", display_safe(&r.name), r.points.len());
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 260)).into_drawing_area();
@@ -133,7 +135,7 @@ fn chart(r: &RateSeries, points: &[(f64, f64)], markers: &[(f64, String)]) -> St
                 [(*t, y_min), (*t, y_max)],
                 MARKER_COLOR.stroke_width(1),
             ));
-            let label: String = text.chars().filter(|c| !c.is_control()).take(40).collect();
+            let label: String = display_safe(text).chars().take(40).collect();
             let _ = c.draw_series(std::iter::once(Text::new(
                 label,
                 (*t, y_max),
@@ -147,4 +149,29 @@ fn chart(r: &RateSeries, points: &[(f64, f64)], markers: &[(f64, String)]) -> St
         let _ = root.present();
     }
     svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bidi_and_control_characters_in_job_text_are_shown_not_obeyed() {
+        let r = RateSeries {
+            name: "wave\u{202e}evil".into(),
+            unit: Some("s/\u{1b}[31mwave".into()),
+            points: vec![(0, 1.0), (1000, 2.0)],
+            dropped: 0,
+        };
+        let svg = chart(
+            &r,
+            &[(0.0, 1.0), (1.0, 2.0)],
+            &[(0.5, "epoch\u{202e}2".into())],
+        );
+        assert!(
+            !svg.contains('\u{202e}') && !svg.contains('\u{1b}'),
+            "{svg}"
+        );
+        assert!(svg.contains("wave"), "{svg}");
+    }
 }
