@@ -1,0 +1,148 @@
+//! Properties of the peer_mirror rule (docs/DESIGN.md, "Findings"): contexts on any number of
+//! devices and ordinary host buffers on a process's own card never make a mirror; a real mirror
+//! stays found whatever contexts surround it; thresholds move findings monotonically.
+
+use gpuledger::findings::{analyze, Finding, Kind, Thresholds};
+use gpuledger::ledger::Ledger;
+use gpuledger::snapshot::{DrmFd, ProcessSample, Snapshot};
+use gpuledger::sources::drm_fdinfo::{FdInfo, RegionStats};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+fn region(bytes: u64) -> RegionStats {
+    RegionStats {
+        resident: Some(bytes),
+        total: Some(bytes),
+        ..Default::default()
+    }
+}
+
+/// An xe client on device `dev` with `vram` and `gtt` resident.
+fn fd(pid: u32, dev: u8, vram: u64, gtt: u64) -> DrmFd {
+    let mut regions = BTreeMap::new();
+    regions.insert("vram0".to_string(), region(vram));
+    regions.insert("gtt".to_string(), region(gtt));
+    DrmFd {
+        fd: 10 + u32::from(dev),
+        path: format!("/dev/dri/renderD{}", 128 + u32::from(dev)),
+        minor: None,
+        info: FdInfo {
+            driver: Some("xe".into()),
+            pdev: Some(format!("0000:{:02x}:00.0", 3 + dev)),
+            client_id: Some(u64::from(pid) * 100 + u64::from(dev)),
+            regions,
+            ..Default::default()
+        },
+    }
+}
+
+/// One process per entry: (home device, home VRAM, home GTT, contexts on other devices as
+/// (device, VRAM, GTT)); host counters pin every host-class byte (the worst case for backing).
+fn ledger(procs: &[(u8, u64, u64, Vec<(u8, u64, u64)>)]) -> Ledger {
+    let mut pinned = 0;
+    let processes = procs
+        .iter()
+        .enumerate()
+        .map(|(i, (home, vram, gtt, contexts))| {
+            let pid = 1000 + i as u32;
+            let mut drm = vec![fd(pid, *home, *vram, *gtt)];
+            pinned += gtt;
+            for &(d, v, g) in contexts.iter().filter(|c| c.0 != *home) {
+                if drm.iter().all(|f| f.fd != 10 + u32::from(d)) {
+                    drm.push(fd(pid, d, v, g));
+                    pinned += g;
+                }
+            }
+            ProcessSample {
+                pid,
+                comm: "python3".into(),
+                drm,
+                ..Default::default()
+            }
+        })
+        .collect();
+    let mut meminfo = BTreeMap::new();
+    meminfo.insert("MemTotal".to_string(), 256 * GIB);
+    meminfo.insert("MemAvailable".to_string(), 128 * GIB);
+    meminfo.insert("GPUActive".to_string(), pinned);
+    Ledger::from_snapshot(&Snapshot {
+        processes,
+        meminfo,
+        page_size: 4096,
+        ..Default::default()
+    })
+}
+
+fn mirrors(l: &Ledger, t: &Thresholds) -> Vec<Finding> {
+    analyze(l, t)
+        .into_iter()
+        .filter(|f| f.kind == Kind::PeerMirror)
+        .collect()
+}
+
+/// A context: up to the context floor of VRAM and a little GTT.
+fn context() -> impl Strategy<Value = (u8, u64, u64)> {
+    (0u8..16, 0u64..=512 * MIB, 0u64..64 * MIB)
+}
+
+/// A process: home device, working set, ordinary host buffers below the owning-card rule's
+/// floor, contexts on other devices.
+fn process() -> impl Strategy<Value = (u8, u64, u64, Vec<(u8, u64, u64)>)> {
+    (
+        0u8..16,
+        0u64..32 * GIB,
+        0u64..GIB,
+        proptest::collection::vec(context(), 0..16),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn contexts_and_own_card_host_buffers_never_make_a_mirror(
+        procs in proptest::collection::vec(process(), 1..8)
+    ) {
+        let l = ledger(&procs);
+        let found = mirrors(&l, &Thresholds::default());
+        prop_assert!(found.is_empty(), "{:#?}", found.iter().map(|f| &f.message).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_mirror_is_found_whatever_contexts_surround_it(
+        set in 2 * GIB..32 * GIB,
+        contexts in proptest::collection::vec(context(), 0..14),
+    ) {
+        // Rank on device 0 with `set` of VRAM, mirrored as GTT on its fd to device 1.
+        let mut others: Vec<(u8, u64, u64)> = vec![(1, 190 * MIB, set)];
+        others.extend(contexts.into_iter().filter(|c| c.0 > 1));
+        let l = ledger(&[(0, set, 600 * MIB, others)]);
+        let found = mirrors(&l, &Thresholds::default());
+        prop_assert_eq!(found.len(), 1);
+        prop_assert_eq!(found[0].peer.as_deref(), Some("0000:04:00.0"));
+        prop_assert_eq!(found[0].device.as_deref(), Some("0000:03:00.0"));
+    }
+
+    #[test]
+    fn raising_a_threshold_never_adds_a_finding(
+        procs in proptest::collection::vec((0u8..4, 0u64..16 * GIB, 0u64..16 * GIB,
+            proptest::collection::vec((0u8..4, 0u64..16 * GIB, 0u64..16 * GIB), 0..4)), 1..5),
+        low in 0u64..4 * GIB,
+        extra in 0u64..4 * GIB,
+        ratio in 0.0f64..0.9,
+        ratio_extra in 0.0f64..0.1,
+    ) {
+        let l = ledger(&procs);
+        let key = |f: &Finding| (f.pid, f.peer.clone());
+        let at = |min: u64, min_ratio: f64| {
+            let t = Thresholds { peer_min_bytes: min, peer_min_ratio: min_ratio, ..Default::default() };
+            mirrors(&l, &t).iter().map(key).collect::<std::collections::BTreeSet<_>>()
+        };
+        let loose = at(low, ratio);
+        prop_assert!(at(low + extra, ratio).is_subset(&loose));
+        prop_assert!(at(low, ratio + ratio_extra).is_subset(&loose));
+    }
+}
