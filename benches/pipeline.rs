@@ -54,3 +54,37 @@ fn live_incremental_sample(b: divan::Bencher) {
     s.sample().unwrap();
     b.bench_local(|| s.sample().unwrap());
 }
+
+/// A simulated DDP job of `ranks` ranks, each with an fd on every device (ranks² GPU clients),
+/// with its segments mirrored on every peer: the per-client cost, which must stay linear.
+fn simulated_clients(ranks: u32) -> (tempfile::TempDir, Root) {
+    use gpuledger::sim::{LiveWriter, Scenario, SimParams, Simulation};
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = SimParams::new(Scenario::DdpPeerMirror);
+    p.ranks = ranks;
+    p.backing = gpuledger::sim::Backing::Deferred;
+    let sim = Simulation::new(p);
+    let w = gpuledger::tree_writer::TreeWriter::new(dir.path()).unwrap();
+    LiveWriter::new(w, "bench")
+        .unwrap()
+        .write(&sim.state_at(20.0))
+        .unwrap();
+    let root = Root::open(dir.path()).unwrap();
+    (dir, root)
+}
+
+/// Sample, ledger and findings of 4,096 and 16,384 clients (64 and 128 ranks): the whole
+/// snapshot pipeline per client.
+#[divan::bench(args = [64, 128], sample_count = 5)]
+fn snapshot_per_client(b: divan::Bencher, ranks: u32) {
+    let (_dir, root) = simulated_clients(ranks);
+    let mut s = Sampler::new(root, Scope::All, SamplerOptions::default());
+    let t = Thresholds::default();
+    b.counter(divan::counter::ItemsCount::new(
+        ranks as usize * ranks as usize,
+    ))
+    .bench_local(|| {
+        let l = Ledger::from_snapshot(&s.sample().unwrap());
+        analyze(&l, &t)
+    });
+}

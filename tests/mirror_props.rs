@@ -39,9 +39,14 @@ fn fd(pid: u32, dev: u8, vram: u64, gtt: u64) -> DrmFd {
     }
 }
 
+/// (device, VRAM, GTT) of a context.
+type Context = (u8, u64, u64);
+/// (home device, home VRAM, home GTT, contexts on other devices).
+type Proc = (u8, u64, u64, Vec<Context>);
+
 /// One process per entry: (home device, home VRAM, home GTT, contexts on other devices as
 /// (device, VRAM, GTT)); host counters pin every host-class byte (the worst case for backing).
-fn ledger(procs: &[(u8, u64, u64, Vec<(u8, u64, u64)>)]) -> Ledger {
+fn ledger(procs: &[Proc]) -> Ledger {
     let mut pinned = 0;
     let processes = procs
         .iter()
@@ -84,13 +89,13 @@ fn mirrors(l: &Ledger, t: &Thresholds) -> Vec<Finding> {
 }
 
 /// A context: up to the context floor of VRAM and a little GTT.
-fn context() -> impl Strategy<Value = (u8, u64, u64)> {
+fn context() -> impl Strategy<Value = Context> {
     (0u8..16, 0u64..=512 * MIB, 0u64..64 * MIB)
 }
 
 /// A process: home device, working set, ordinary host buffers below the owning-card rule's
 /// floor, contexts on other devices.
-fn process() -> impl Strategy<Value = (u8, u64, u64, Vec<(u8, u64, u64)>)> {
+fn process() -> impl Strategy<Value = Proc> {
     (
         0u8..16,
         0u64..32 * GIB,

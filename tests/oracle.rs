@@ -13,6 +13,7 @@ use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::serve::metrics::{render_metrics, ExporterStats, MetricsOptions};
 use gpuledger::sim::truth::{ExpectedFinding, Truth};
 use gpuledger::sim::{Backing, LiveWriter, Scenario, SimParams, Simulation};
+use gpuledger::sources::kernel_log::WholeLog;
 use gpuledger::tree_writer::TreeWriter;
 use std::path::Path;
 
@@ -42,7 +43,12 @@ fn key_of(f: &Finding) -> Key {
 }
 
 fn expected(truth: &Truth) -> Vec<Key> {
-    let mut v: Vec<Key> = truth.findings.iter().map(key_of_expected).collect();
+    let mut v: Vec<Key> = truth
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::PeerMirror)
+        .map(key_of_expected)
+        .collect();
     v.sort();
     v
 }
@@ -52,6 +58,28 @@ fn found(findings: &[Finding]) -> Vec<Key> {
         .iter()
         .filter(|f| f.kind == Kind::PeerMirror)
         .map(key_of)
+        .collect();
+    v.sort();
+    v
+}
+
+/// (pid, severity) of every page-allocation failure finding.
+fn post_mortem(findings: &[Finding]) -> Vec<(u32, String)> {
+    let mut v: Vec<(u32, String)> = findings
+        .iter()
+        .filter(|f| f.kind == Kind::KernelPageAllocFailure)
+        .map(|f| (f.pid.unwrap_or(0), f.severity.as_str().to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn post_mortem_expected(truth: &Truth) -> Vec<(u32, String)> {
+    let mut v: Vec<(u32, String)> = truth
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::KernelPageAllocFailure)
+        .map(|f| (f.pid.unwrap_or(0), f.severity.as_str().to_string()))
         .collect();
     v.sort();
     v
@@ -98,7 +126,15 @@ fn sweep(case: Case, step: usize) -> usize {
             SamplerOptions::default(),
         );
         let ledger = Ledger::from_snapshot(&sampler.sample().unwrap());
-        let findings = analyze(&ledger, &t);
+        let mut ledger = ledger;
+        let mut findings = analyze(&ledger, &t);
+        let log = WholeLog::read(sampler.root());
+        gpuledger::findings::kernel::add(&log, &mut ledger, &mut findings);
+        assert_eq!(
+            post_mortem(&findings),
+            post_mortem_expected(&state.truth),
+            "{case:?} at {second} s: kernel-log findings differ from the truth"
+        );
         assert_eq!(
             found(&findings),
             expected(&state.truth),
@@ -290,7 +326,11 @@ fn snapshot_json_and_metrics_match_the_truth() {
             .count();
         assert_eq!(
             series,
-            truth.findings.len(),
+            truth
+                .findings
+                .iter()
+                .filter(|f| f.kind == Kind::PeerMirror)
+                .count(),
             "{scenario}: /metrics\n{metrics}"
         );
     }
@@ -318,7 +358,12 @@ fn show_json_of_a_recording_matches_the_truth_over_time() {
         gpuledger::sim::run::record(&sim, &tree, &ledger_path, 60, &Thresholds::default()).unwrap();
         let mut want: Vec<(u64, String, String)> = Vec::new();
         for s in 0..=60 {
-            for f in sim.state_at(f64::from(s)).truth.findings {
+            let truth = sim.state_at(f64::from(s)).truth;
+            for f in truth
+                .findings
+                .into_iter()
+                .filter(|f| f.kind == Kind::PeerMirror)
+            {
                 let k = (
                     u64::from(f.pid.unwrap()),
                     f.peer.unwrap(),

@@ -439,7 +439,11 @@ impl Simulation {
             }
         }
         SimState {
-            truth: truth::expected(self.truth_base(t_s, job_running, died, pinned), mirrors),
+            truth: truth::expected(
+                self.truth_base(t_s, job_running, died, pinned),
+                mirrors,
+                &self.failed_pids(died),
+            ),
             t_s,
             kernel_log: self.kernel_log(died),
             job_end: self.job_end(frac, died, end),
@@ -492,11 +496,19 @@ impl Simulation {
         }
     }
 
+    /// The processes whose allocation the kernel failed, once the job has died of it.
+    fn failed_pids(&self, died: bool) -> Vec<u32> {
+        match self.failure() {
+            Some(f) if died => (0..f.ranks).map(|r| f.first_pid + r).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     fn failure(&self) -> Option<Failure> {
         Some(Failure {
             t_s: self.death_t()?,
             first_pid: LAUNCHER_PID + 1,
-            ranks: self.params.ranks,
+            ranks: self.processes(),
             launcher: LAUNCHER_PID,
         })
     }

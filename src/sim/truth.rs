@@ -100,14 +100,26 @@ pub struct Truth {
 }
 
 /// `base` with `mirrors` and the findings they call for: one peer_mirror per process and
-/// mirroring device whose mirrored bytes reach [`REPORT_FLOOR`].
-pub fn expected(mut base: Truth, mirrors: Vec<Mirror>) -> Truth {
+/// mirroring device whose mirrored bytes reach [`REPORT_FLOOR`]; and, once the job has died of
+/// host-memory exhaustion, one critical `kernel_page_alloc_failure` per process of the job in
+/// `failed` (the kernel log keeps them after the processes are gone).
+pub fn expected(mut base: Truth, mirrors: Vec<Mirror>, failed: &[u32]) -> Truth {
     let mut by_peer: BTreeMap<(u32, &str), Vec<&Mirror>> = BTreeMap::new();
     for m in &mirrors {
         by_peer.entry((m.pid, m.peer.as_str())).or_default().push(m);
     }
     let mut findings: Vec<ExpectedFinding> =
         by_peer.values().filter_map(|ms| finding(ms)).collect();
+    findings.extend(failed.iter().map(|&pid| ExpectedFinding {
+        kind: Kind::KernelPageAllocFailure,
+        severity: Severity::Critical,
+        pid: Some(pid),
+        rank: None,
+        device: None,
+        peer: None,
+        backing: None,
+        bytes: 4096,
+    }));
     findings.sort();
     base.findings = findings;
     base.mirrors = mirrors;
