@@ -215,7 +215,9 @@ fn slurm_job_finds_the_job_cgroup_and_labels_the_recording() {
     // A job id no real job on this machine has.
     let job = format!("9{}", std::process::id());
     let step = format!("system.slice/slurmstepd.scope/job_{job}/step_batch/user/task_0");
-    let mut task = cg.spawn(&step, "1");
+    // Long enough that a loaded machine starts `record` before the task ends: a job whose
+    // cgroup is already empty is waited for (up to 60 s), as a job not started yet would be.
+    let mut task = cg.spawn(&step, "4");
     let tmp = tempfile::tempdir().unwrap();
     let ledger = tmp.path().join("slurm.ledger");
     let record = bin()
@@ -227,7 +229,7 @@ fn slurm_job_finds_the_job_cgroup_and_labels_the_recording() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = wait_for(record, Duration::from_secs(20));
+    let out = wait_for(record, Duration::from_secs(30));
     task.wait().unwrap();
     assert!(
         out.status.success(),
