@@ -5,7 +5,7 @@
 use super::names::UnknownValue;
 use super::RecordingError;
 use gpuledger_trace_wire::{Api, OffReason, Op, Platform};
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::OptionalExtension;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -98,7 +98,15 @@ pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
         path: p.clone(),
         source,
     };
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sql)?;
+    // The one way a recording is opened: immutable, never writing beside it, crafted schemas
+    // refused (read_open, read_check).
+    let not = |why: String| RecordingError::NotARecording {
+        path: p.clone(),
+        why,
+    };
+    let opened = super::read_open::open(path).map_err(not)?;
+    let conn = &opened.conn;
+    super::read_check::check(conn).map_err(not)?;
     let unknown = |column: &'static str, value: &str| RecordingError::UnknownValue {
         path: p.clone(),
         source: UnknownValue {
