@@ -171,7 +171,11 @@ fn trace_plan(args: &RecordArgs, live: bool) -> Result<TracePlan> {
         TracePlan::Off(why) if args.trace => {
             return Err(UsageError(format!("--trace: cannot trace: {why}")).into())
         }
-        TracePlan::Off(TraceOff::NotWanted | TraceOff::NotStarted | TraceOff::NotLive)
+        // A build without the tracer library is the common case: the recording says why it
+        // has no calls, and stderr stays the job's.
+        TracePlan::Off(
+            TraceOff::NotWanted | TraceOff::NotStarted | TraceOff::NotLive | TraceOff::NoTracer(_),
+        )
         | TracePlan::On(_) => {}
         TracePlan::Off(why) => eprintln!("gpuledger: API tracing off: {why}"),
     }
