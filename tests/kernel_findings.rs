@@ -65,7 +65,12 @@ fn a_dead_job_is_not_a_silent_snapshot() {
     }
     let table = stdout_of(&["--root", &tree], 0);
     assert!(!table.contains("Findings\n  none"), "{table}");
-    assert!(table.contains("CRITICAL  kernel_page_alloc_failure: python3 (pid 4001)"));
+    assert!(
+        table.contains("CRITICAL  kernel_page_alloc_failure: 8 findings, 8 processes"),
+        "eight ranks' failures are one line: {table}"
+    );
+    let each = stdout_of(&["--root", &tree, "-v"], 0);
+    assert!(each.contains("CRITICAL  kernel_page_alloc_failure: python3 (pid 4001)"));
     // --fail-on sees them.
     stdout_of(&["--root", &tree, "--fail-on", "critical"], 3);
     // doctor's verdict too.
