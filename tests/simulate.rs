@@ -108,7 +108,8 @@ fn at_writes_the_job_before_it_dies() {
         .iter()
         .map(|f| f["kind"].as_str().unwrap())
         .collect();
-    assert!(kinds.contains(&"peer_mirror"), "{kinds:?}");
+    // 3 s is before the first segment: contexts on every card are not a mirror (the truth).
+    assert!(!kinds.contains(&"peer_mirror"), "{kinds:?}");
 
     let both = run(&[
         "simulate", "leak", "--at", "1s", "--live", "2s", "--out", "x",
@@ -248,6 +249,7 @@ fn capture_of_a_simulated_tree_writes_the_same_layout() {
                 .filter(|(p, _)| {
                     !p.ends_with("/stat")
                         && p != "gpuledger-capture.json"
+                        && p != "gpuledger-sim/truth.json"
                         && !p.starts_with("proc/4000/")
                 })
                 .collect();
