@@ -9,6 +9,7 @@
 mod accelerators;
 mod host;
 mod integrated;
+mod traced;
 mod view;
 
 pub use host::{DriverHeld, HeldCounter, HostTotals};
@@ -76,6 +77,8 @@ pub enum UsageSource {
     Nvml,
     /// `/proc/PID/smaps` (CUDA pinned host memory as shared `/dev/zero` mappings).
     Smaps,
+    /// The job's traced API calls (host memory registered in place, which no counter shows).
+    ApiTrace,
 }
 
 impl UsageSource {
@@ -86,6 +89,7 @@ impl UsageSource {
             UsageSource::Kfd => "KFD",
             UsageSource::Nvml => "NVML",
             UsageSource::Smaps => "smaps",
+            UsageSource::ApiTrace => "API trace",
         }
     }
 }
@@ -136,7 +140,7 @@ pub struct Client {
 }
 
 /// One process's row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessRow {
     /// Pid.
     pub pid: u32,

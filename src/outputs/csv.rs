@@ -80,6 +80,7 @@ fn source_name(s: UsageSource) -> &'static str {
         UsageSource::Kfd => "kfd",
         UsageSource::Nvml => "nvml",
         UsageSource::Smaps => "smaps",
+        UsageSource::ApiTrace => "api_trace",
     }
 }
 

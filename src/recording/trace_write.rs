@@ -52,6 +52,17 @@ impl Resolver {
             _ => {}
         }
     }
+
+    /// Host bytes registered in place (`cuMemHostRegister`) and still live, per process.
+    pub fn registered_by_pid(&self) -> std::collections::BTreeMap<u32, u64> {
+        let mut out = std::collections::BTreeMap::new();
+        for ((pid, _, _), l) in &self.live {
+            if l.api == Api::Registered {
+                *out.entry(*pid).or_default() += l.bytes;
+            }
+        }
+        out
+    }
 }
 
 impl Recorder {
