@@ -2,8 +2,8 @@
 //! GPULEDGER_TRACER, where the job is a Python script that sends what the tracer would (the wire
 //! format of `tracer/wire`): 2 GiB registered, 1 GiB of device memory, 256 MiB pinned host
 //! memory. `show` cross-checks the counters against the calls (the job holds no GPU memory any
-//! counter sees, so every call is "calls larger", and the registered 2 GiB is named as in no
-//! counter); `diff` against a run that makes no registration names it; `report` quotes the top
+//! counter sees and no device to carry its registered memory, so every call is "calls larger",
+//! and the registered 2 GiB is named); `diff` against a run that makes no registration names it; `report` quotes the top
 //! calls; `plot` draws a chart per API kind.
 
 mod common;
@@ -63,9 +63,9 @@ fn calls_are_cross_checked_compared_quoted_and_drawn() {
         .lines()
         .find(|l| l.split_whitespace().nth(1) == Some("host") && l.contains("registered"))
         .unwrap_or_else(|| panic!("no host check in {show}"));
-    assert!(host.contains("calls larger by 256.0 MiB"), "{host}");
+    assert!(host.contains("calls larger by 2.2 GiB"), "{host}");
     assert!(
-        host.contains("2.0 GiB registered (cudaHostRegister)"),
+        host.contains("2.0 GiB of the calls registered pages in place"),
         "{host}"
     );
     let json = json_of(&["show", a_s, "--json"], 0);

@@ -30,7 +30,7 @@ pub fn agreement_text(c: &CallCheck) -> String {
     };
     if c.registered_peak > 0 {
         text.push_str(&format!(
-            "; {} registered (cudaHostRegister): in no counter",
+            "; {} of the calls registered pages in place (cudaHostRegister), which no kernel counter shows",
             human_bytes(c.registered_peak)
         ));
     }
@@ -143,7 +143,7 @@ mod tests {
         );
         let mut r = check(CheckClass::Host, 0, 0, Agreement::Within);
         r.registered_peak = 2 << 30;
-        assert!(agreement_text(&r).contains("2.0 GiB registered (cudaHostRegister)"));
+        assert!(agreement_text(&r).contains("2.0 GiB of the calls registered pages in place"));
         assert_eq!(render_checks(&[]), "");
     }
 

@@ -206,8 +206,20 @@ pub fn record(
                 Err(e) => write_error = Some(e),
             }
         }
+        // The calls first: host memory registered so far is part of this sample's ledger.
+        if let (Some((l, _)), None) = (&listener, &write_error) {
+            let (mut events, lost) = l.take();
+            write_error = recorder.add_calls(&mut events, lost, &mut resolver).err();
+        }
         if write_error.is_none() {
-            match step(&mut sampler, &mut recorder, &opts.thresholds, None) {
+            let registered = resolver.registered_by_pid();
+            match step(
+                &mut sampler,
+                &mut recorder,
+                &opts.thresholds,
+                None,
+                &registered,
+            ) {
                 Ok((ledger, found)) => {
                     progress.samples = recorder.samples();
                     progress.update(&ledger, &found);
@@ -236,10 +248,6 @@ pub fn record(
             }
             if let (Some(c), None) = (&capture, &write_error) {
                 write_error = recorder.add_output(&c.take()).err();
-            }
-            if let (Some((l, _)), None) = (&listener, &write_error) {
-                let (mut events, lost) = l.take();
-                write_error = recorder.add_calls(&mut events, lost, &mut resolver).err();
             }
             if let (Some(k), None) = (kmsg.as_mut(), &write_error) {
                 let lines = k.read_new(sampler.root()).unwrap_or_default();

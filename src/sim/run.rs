@@ -75,6 +75,7 @@ pub fn record(
             &mut rec,
             t,
             Some(start_ms + (t_s * 1000.0) as u64),
+            &Default::default(),
         )?;
         if let Some(k) = klog.as_mut() {
             rec.add_kernel(&k.read_new(sampler.root())?)?;

@@ -19,6 +19,9 @@ pub const MARGIN_BYTES: u64 = 64 << 20;
 pub const CONTEXT_ALLOWANCE: u64 = 1 << 30;
 
 /// Which memory a check compares.
+///
+/// Host: HOST (which includes the ledger's rows of registered memory) against pinned and
+/// registered host calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckClass {
@@ -63,7 +66,8 @@ pub struct CallCheck {
     pub counter_peak: u64,
     /// Bytes the traced calls held live at their peak.
     pub traced_peak: u64,
-    /// Host pages pinned in place (`cudaHostRegister`): no counter shows them (host only).
+    /// Of `traced_peak`, host pages pinned in place (`cudaHostRegister`; host only): no kernel
+    /// counter shows them, the ledger adds them from the calls.
     pub registered_peak: u64,
     /// The verdict.
     pub agreement: Agreement,
@@ -86,7 +90,9 @@ fn agreement(class: CheckClass, counter: u64, traced: u64) -> Agreement {
 fn class_of(api: Api) -> Option<CheckClass> {
     match api {
         Api::Device | Api::Vmm | Api::Pooled => Some(CheckClass::Device),
-        Api::HostPinned => Some(CheckClass::Host),
+        // Registered pages are in the ledger as the process's own host-class row (no kernel
+        // counter shows them, ledger::traced), so the host counter holds them too.
+        Api::HostPinned | Api::Registered => Some(CheckClass::Host),
         _ => None,
     }
 }
@@ -106,9 +112,6 @@ pub fn cross_check(peaks: &[Peak], calls: &CallTable) -> Vec<CallCheck> {
         if let Some(class) = class_of(api) {
             *traced.entry((r.pid, class)).or_default() += r.peak_live;
         }
-    }
-    for pid in registered.keys() {
-        traced.entry((*pid, CheckClass::Host)).or_default();
     }
     traced
         .into_iter()

@@ -48,8 +48,9 @@ fn check(peaks: &[Peak], rows: Vec<CallRow>, pid: u32, class: CheckClass) -> Cal
 #[test]
 fn the_h200_run_agrees_device_within_a_context_and_host_within_the_margin() {
     // tests/gpu/results/h200-2026-12-03-trace.txt: NVML 1.607 GiB against 1 GiB of cuMemAlloc,
-    // pinned shmem 532 MiB against 512 MiB of cuMemHostAlloc, 2 GiB registered.
-    let peaks = [peak(542, 1_725_956_096, 532 * MIB)];
+    // pinned shmem 532 MiB against 512 MiB of cuMemHostAlloc, 2 GiB registered (a host row the
+    // ledger adds from the calls).
+    let peaks = [peak(542, 1_725_956_096, 532 * MIB + 2 * GIB)];
     let rows = vec![
         row(542, "device", GIB),
         row(542, "host_pinned", 512 * MIB),
@@ -88,11 +89,14 @@ fn calls_no_counter_saw_are_calls_larger() {
 
 #[test]
 fn a_process_that_only_registers_gets_a_host_check() {
-    let checks = cross_check(&[peak(3, 0, 0)], &table(vec![row(3, "registered", GIB)]));
+    let checks = cross_check(&[peak(3, 0, GIB)], &table(vec![row(3, "registered", GIB)]));
     assert_eq!(checks.len(), 1);
     assert_eq!(checks[0].class, CheckClass::Host);
     assert_eq!(checks[0].registered_peak, GIB);
     assert_eq!(checks[0].agreement, Agreement::Within);
+    // A process with no GPU device has no row to carry it: the calls are larger.
+    let checks = cross_check(&[], &table(vec![row(3, "registered", GIB)]));
+    assert_eq!(checks[0].agreement, Agreement::CallsLarger(GIB));
 }
 
 #[test]
