@@ -7,6 +7,8 @@ Modes:
   expandable the child: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, 1 GiB.
   bench      200 matmuls of 4096x4096 (fp32), timed after a warm-up; prints VmRSS.
   calls      20,000 cudaMalloc/cudaFree pairs of 4 KiB (the caching allocator off), timed.
+  register   only registers memory: 512 MiB of existing host pages with cudaHostRegister every
+             second, up to 4 GiB (for `guard --max-job-host-gpu 1GiB`, which must stop it).
 Each phase is written to $GPULEDGER_MARKERS, so the recording's markers show where it was.
 """
 import ctypes
@@ -109,6 +111,19 @@ def calls():
     print(f"calls {2 * n} malloc+free {dt:.4f} s = {dt / (2 * n) * 1e6:.3f} us/call", flush=True)
 
 
+def register():
+    rt = torch.cuda.cudart()
+    held = []
+    for i in range(1, 9):
+        host = torch.ones(GIB // 2, dtype=torch.uint8)
+        err = rt.cudaHostRegister(host.data_ptr(), host.numel(), 0)
+        held.append(host)
+        print(f"REGISTERED {i * 512} MiB err={err} t={time.time():.3f}", flush=True)
+        time.sleep(1)
+    print("NOT STOPPED", flush=True)
+
+
 if __name__ == "__main__":
     torch.cuda.init()
-    {"all": all_phases, "expandable": expandable, "bench": bench, "calls": calls}[sys.argv[1]]()
+    {"all": all_phases, "expandable": expandable, "bench": bench, "calls": calls,
+     "register": register}[sys.argv[1]]()
