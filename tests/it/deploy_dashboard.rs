@@ -8,15 +8,9 @@ use crate::common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
 
 fn deploy(file: &str) -> String {
-    std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("deploy")
-            .join(file),
-    )
-    .unwrap()
+    read(&common::deploy().join(file))
 }
 
 /// `${DS_X}` → `DS_X`.
@@ -57,11 +51,7 @@ fn metric_names(expr: &str) -> Vec<String> {
 /// host-class GPU memory all present).
 fn exported_names() -> BTreeSet<String> {
     let s = serve_root(&fixture("seed-2622"), &["--interval", "1s"]);
-    let text = ureq::get(&format!("{}/metrics", s.base))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let text = s.get("/metrics");
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split(['{', ' ']).next())

@@ -144,18 +144,14 @@ fn full_disk_stops_the_recording_with_a_clear_message() {
     }
     let ledger = mnt.join("full.ledger");
     let start = Instant::now();
-    let out = run(&[
-        "--root",
-        fixture("seed-2622").to_str().unwrap(),
-        "record",
-        "--interval",
+    let out = record_job(
+        Some(&fixture("seed-2622")),
         "10ms",
-        "-o",
-        ledger.to_str().unwrap(),
-        "--",
-        "sleep",
-        "8",
-    ]);
+        &ledger,
+        &["sleep", "8"],
+    )
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     let shown = run(&["show", ledger.to_str().unwrap(), "--json"]);
     let _ = Command::new("umount").arg(&mnt).status();
@@ -321,19 +317,12 @@ fn peak_rss_kib(args: &[&str]) -> u64 {
 fn a_million_samples_plot_show_and_diff_in_bounded_memory() {
     let tmp = tempfile::tempdir().unwrap();
     let small = tmp.path().join("small.ledger");
-    let out = run(&[
-        "--root",
-        fixture("seed-2622").to_str().unwrap(),
-        "record",
-        "--interval",
+    run_ok(&mut record_job(
+        Some(&fixture("seed-2622")),
         "10ms",
-        "-o",
-        small.to_str().unwrap(),
-        "--",
-        "sleep",
-        "0.05",
-    ]);
-    assert!(out.status.success());
+        &small,
+        &["sleep", "0.05"],
+    ));
     let big = tmp.path().join("big.ledger");
     std::fs::copy(&small, &big).unwrap();
     grow(&big, 1_000_000);

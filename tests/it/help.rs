@@ -132,8 +132,7 @@ fn simulate_describes_each_scenario() {
 }
 
 fn repo_file(path: &str) -> String {
-    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+    read(&repo_path(path))
 }
 
 #[test]

@@ -190,23 +190,12 @@ fn a_deep_tree_is_refused_before_any_directory_is_made() {
 /// A small real recording at `dir/name`.
 fn recording(dir: &Path, name: &str) -> std::path::PathBuf {
     let ledger = dir.join(name);
-    let out = run(&[
-        "--root",
-        fixture("seed-2622").to_str().unwrap(),
-        "record",
-        "--interval",
+    run_ok(&mut record_job(
+        Some(&fixture("seed-2622")),
         "10ms",
-        "-o",
-        ledger.to_str().unwrap(),
-        "--",
-        "sleep",
-        "0.05",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        &ledger,
+        &["sleep", "0.05"],
+    ));
     ledger
 }
 

@@ -4,27 +4,13 @@
 use crate::common;
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 /// ESC [2J clears the screen, the newline forges a row, U+202E reverses what follows, U+009B is a
 /// C1 CSI.
 const HOSTILE_COMM: &str = "\u{1b}[2Jpwn\nFAKE\u{202e}Z\u{9b}";
 const SHOWN_COMM: &str = "\\e[2Jpwn\\nFAKE\\u{202e}Z\\u{009b}";
-
-fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join(name);
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(fixture(name))
-        .arg(&tree)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    (tmp, tree)
-}
 
 /// Fails on any byte or character a terminal would act on, other than the line breaks of the
 /// output itself.
@@ -46,7 +32,7 @@ fn assert_inert(out: &str) {
 
 #[test]
 fn hostile_comm_and_cmdline_are_escaped_in_table_and_findings_but_exact_in_json() {
-    let (_tmp, tree) = copy_fixture("seed-2622");
+    let (_tmp, tree) = fixture_copy("seed-2622");
     let p = tree.join("proc/116400");
     std::fs::write(p.join("comm"), format!("{HOSTILE_COMM}\n")).unwrap();
     std::fs::write(p.join("cmdline"), "python3\0\u{1b}]0;owned\u{7}\0").unwrap();
@@ -77,17 +63,12 @@ fn hostile_comm_and_cmdline_are_escaped_in_table_and_findings_but_exact_in_json(
 fn show_escapes_a_recorded_command() {
     let tmp = tempfile::tempdir().unwrap();
     let ledger = tmp.path().join("run.ledger");
-    let out = run(&[
-        "record",
-        "--interval",
+    run_ok(&mut record_job(
+        None,
         "50ms",
-        "-o",
-        ledger.to_str().unwrap(),
-        "--",
-        "true",
-        HOSTILE_COMM,
-    ]);
-    assert!(out.status.success(), "{out:?}");
+        &ledger,
+        &["true", HOSTILE_COMM],
+    ));
     let text = stdout_of(&["show", ledger.to_str().unwrap()], 0);
     assert_inert(&text);
     assert!(
@@ -112,7 +93,7 @@ fn issues(doc: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn unusable_files_are_named_with_the_reason() {
-    let (_tmp, tree) = copy_fixture("seed-2622");
+    let (_tmp, tree) = fixture_copy("seed-2622");
     // A FIFO where an fdinfo belongs (reading it would block forever).
     let fdinfo = tree.join("proc/116401/fdinfo/5");
     std::fs::remove_file(&fdinfo).unwrap();
@@ -193,7 +174,7 @@ fn unusable_files_are_named_with_the_reason() {
 
 #[test]
 fn a_link_to_the_wrong_file_is_named() {
-    let (_tmp, tree) = copy_fixture("xe-two-tile");
+    let (_tmp, tree) = fixture_copy("xe-two-tile");
     std::fs::remove_file(tree.join("proc/meminfo")).unwrap();
     std::os::unix::fs::symlink("/etc/os-release", tree.join("proc/meminfo")).unwrap();
     let table = stdout_of(&["--root", tree.to_str().unwrap()], 0);
@@ -203,13 +184,7 @@ fn a_link_to_the_wrong_file_is_named() {
 /// `pids` processes with four ordinary fds each; every 1000th also holds a DRM fd (the form of
 /// `bench/big_tree.py`, which writes 200,000 for the README figures).
 fn big_tree(base: &Path, pids: u32) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(fixture("xe-two-tile"))
-        .arg(base)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    copy_fixture("xe-two-tile", base);
     let fdinfo = std::fs::read_to_string(base.join("proc/1383/fdinfo/8")).unwrap();
     std::fs::remove_dir_all(base.join("proc/1383")).unwrap();
     for i in 0..pids {

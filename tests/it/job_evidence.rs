@@ -185,16 +185,7 @@ fn diff_says_whether_the_throughput_medians_differ_by_more_than_five_percent() {
         "{report}"
     );
     let html = tmp.path().join("plot.html");
-    let out = bin()
-        .args(["plot", a.to_str().unwrap(), "-o"])
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(bin().args(["plot", a.to_str().unwrap(), "-o"]).arg(&html));
     let html = std::fs::read_to_string(html).unwrap();
     assert!(html.contains("<figure class=\"rate\">") && html.contains("wave (3 points)"));
     assert!(html.contains("epoch 2"), "markers are labelled");
@@ -204,22 +195,17 @@ fn diff_says_whether_the_throughput_medians_differ_by_more_than_five_percent() {
 fn the_job_is_told_where_to_write_markers_and_a_python_buffering_choice_is_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let ledger = tmp.path().join("env.ledger");
-    let out = bin()
-        .args(["record", "-o"])
-        .arg(&ledger)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "echo \"[$PYTHONUNBUFFERED]\"; test -f \"$GPULEDGER_MARKERS\"",
-        ])
-        .env("PYTHONUNBUFFERED", "")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        bin()
+            .args(["record", "-o"])
+            .arg(&ledger)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "echo \"[$PYTHONUNBUFFERED]\"; test -f \"$GPULEDGER_MARKERS\"",
+            ])
+            .env("PYTHONUNBUFFERED", ""),
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "[]\n");
     let out = bin()

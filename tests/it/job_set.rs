@@ -27,23 +27,11 @@ fn node_labelled(dir: &Path, work: &Path, name: &str, backing: &str, labels: &[&
     );
     std::fs::create_dir_all(dir).unwrap();
     let ledger = dir.join(format!("{name}.ledger"));
-    let l = ledger.to_str().unwrap();
-    let mut args = vec![
-        "--root",
-        t,
-        "record",
-        "--all",
-        "--duration",
-        "200ms",
-        "--interval",
-        "100ms",
-        "-o",
-        l,
-    ];
+    let mut record = record_tree(&tree, "100ms", "200ms", &ledger);
     for label in labels {
-        args.extend(["--label", label]);
+        record.args(["--label", label]);
     }
-    stdout_of(&args, 0);
+    run_ok(&mut record);
     ledger
 }
 

@@ -103,11 +103,7 @@ fn kfd_processes_are_merged_without_double_counting() {
 #[test]
 fn metrics_carry_job_labels_only_when_present() {
     let s = serve_root(&fixture("k8s-slurm-dmem"), &["--min-process-bytes", "1MiB"]);
-    let text = ureq::get(&format!("{}/metrics", s.base))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let text = s.get("/metrics");
     let pod_line = text
         .lines()
         .find(|l| l.starts_with("gpuledger_process_memory_bytes{pid=\"5001\""))

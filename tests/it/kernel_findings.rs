@@ -28,21 +28,12 @@ fn dead_job(dir: &Path) -> String {
     tree
 }
 
-fn of_kind<'a>(doc: &'a Value, kind: &str) -> Vec<&'a Value> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["kind"] == kind)
-        .collect()
-}
-
 #[test]
 fn a_dead_job_is_not_a_silent_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dead_job(dir.path());
     let doc = json_of(&["--root", &tree, "--json"], 0);
-    let failures = of_kind(&doc, "kernel_page_alloc_failure");
+    let failures = findings_of(&doc, "kernel_page_alloc_failure");
     let pids: Vec<u64> = failures
         .iter()
         .map(|f| f["pid"].as_u64().unwrap())
@@ -83,18 +74,10 @@ fn a_dead_job_is_not_a_silent_snapshot() {
     assert!(report.contains("From the kernel log (dev/kmsg of the tree)"));
     // serve: the same findings in /snapshot.json and /metrics.
     let server = serve_root(Path::new(&tree), &[]);
-    let body = ureq::get(&format!("{}/snapshot.json", server.base))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let body = server.get("/snapshot.json");
     let served: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(of_kind(&served, "kernel_page_alloc_failure").len(), 8);
-    let metrics = ureq::get(&format!("{}/metrics", server.base))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    assert_eq!(findings_of(&served, "kernel_page_alloc_failure").len(), 8);
+    let metrics = server.get("/metrics");
     assert!(metrics.contains("kernel_page_alloc_failure"), "{metrics}");
 }
 
@@ -102,13 +85,13 @@ fn a_dead_job_is_not_a_silent_snapshot() {
 fn public_kernel_lines_become_findings_with_wall_clock_times() {
     let root = fixture("kmsg-public");
     let doc = json_of(&["--root", root.to_str().unwrap(), "--json"], 0);
-    let failures = of_kind(&doc, "kernel_page_alloc_failure");
+    let failures = findings_of(&doc, "kernel_page_alloc_failure");
     assert_eq!(failures.len(), 2);
     assert!(
         failures.iter().all(|f| f["severity"] == "warning"),
         "neither earlyoom nor java is a GPU process"
     );
-    let oom = of_kind(&doc, "kernel_oom_kill");
+    let oom = findings_of(&doc, "kernel_oom_kill");
     assert_eq!(oom.len(), 1);
     assert_eq!(oom[0]["severity"], "critical");
     assert_eq!(oom[0]["pid"], 15784);
@@ -120,7 +103,7 @@ fn public_kernel_lines_become_findings_with_wall_clock_times() {
         m.contains("at 21518.1 s after boot (2025-12-03T22:38:38Z)"),
         "{m}"
     );
-    let gpu = of_kind(&doc, "kernel_gpu_error");
+    let gpu = findings_of(&doc, "kernel_gpu_error");
     let on = |dev: &str, what: &str| -> Vec<&Value> {
         gpu.iter()
             .copied()

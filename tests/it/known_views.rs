@@ -6,7 +6,6 @@
 use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const C953: &str = "cr-953-bmg-eager-peer-pinning";
 
@@ -76,12 +75,7 @@ fn serve_exports_one_series_per_matching_entry() {
     let dir = tempfile::tempdir().unwrap();
     let bad = machine(dir.path(), "26.22.38646.4");
     let server = serve_root(&bad, &["--interval", "1s"]);
-    let text = ureq::get(&format!("{}/metrics", server.base))
-        .timeout(Duration::from_secs(5))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let text = server.get("/metrics");
     let line = format!("gpuledger_known_issue{{issue=\"{C953}\",severity=\"critical\"}} 1");
     assert!(text.contains(&line), "{text}");
     assert!(text.contains("gpuledger_findings{kind=\"known_issue\",severity=\"critical\"}"));
@@ -93,21 +87,7 @@ fn record_show_and_report_carry_it() {
     let bad = machine(dir.path(), "26.22.38646.4");
     let ledger = dir.path().join("bad.ledger");
     let (b, l) = (bad.to_str().unwrap(), ledger.to_str().unwrap());
-    stdout_of(
-        &[
-            "--root",
-            b,
-            "record",
-            "--all",
-            "--duration",
-            "300ms",
-            "--interval",
-            "100ms",
-            "-o",
-            l,
-        ],
-        0,
-    );
+    run_ok(&mut record_tree(&bad, "100ms", "300ms", &ledger));
     let shown = stdout_of(&["show", l], 0);
     let line = shown.lines().find(|l| l.contains(C953)).expect(&shown);
     assert!(line.contains("CRITICAL  known_issue"), "{line}");
@@ -130,7 +110,7 @@ fn record_show_and_report_carry_it() {
 /// issue: no finding in the snapshot of an H200, and `doctor` says it as a limitation.
 #[test]
 fn an_nvidia_machine_gets_a_limitation_note_not_a_finding() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvidia");
+    let fixture = fixture("nvidia");
     let root = fixture.to_str().unwrap();
     let doc = json_of(&["--root", root, "--json"], 0);
     assert!(known(&doc).is_empty(), "{doc}");

@@ -3,16 +3,8 @@
 
 use crate::common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn deploy() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 const RULE_HEADER: &str = "\
 # Generated from deploy/alerts.yml and deploy/recording-rules.yml by tests/kubernetes.rs: edit

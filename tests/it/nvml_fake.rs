@@ -68,13 +68,7 @@ fn a_capture_carries_its_nvml_answers() {
 fn without_nvml_nvidia_processes_are_listed_but_hold_no_counted_memory() {
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("t");
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(common::fixture("nvidia"))
-        .arg(&copy)
-        .status()
-        .unwrap()
-        .success());
+    common::copy_fixture("nvidia", &copy);
     std::fs::remove_file(copy.join("nvml.json")).unwrap();
     let root = Root::open(&copy).unwrap();
     let mut s = Sampler::new(root, Scope::All, SamplerOptions::default());

@@ -8,7 +8,6 @@ use common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::Duration;
 
 /// (pid, severity, bytes) of each peer_mirror.
 type Mirrors = BTreeSet<(u64, String, u64)>;
@@ -57,12 +56,7 @@ fn metric_mirrors(text: &str) -> Mirrors {
 
 fn metrics(tree: &Path) -> String {
     let server = serve_root(tree, &[]);
-    ureq::get(&format!("{}/metrics", server.base))
-        .timeout(Duration::from_secs(5))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap()
+    server.get("/metrics")
 }
 
 /// `**severity** `peer_mirror`` lines of a report, by severity.
@@ -183,23 +177,7 @@ fn diff_of_another_job_warns_and_gives_no_verdict() {
     let idle = dir.path().join("idle.ledger");
     let tree = dir.path().join("tree");
     stdout_of(&["simulate", "single-gpu", "--out", path(&tree)], 0);
-    let out = run(&[
-        "record",
-        "--root",
-        path(&tree),
-        "--all",
-        "--duration",
-        "300ms",
-        "--interval",
-        "100ms",
-        "-o",
-        path(&idle),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&mut record_tree(&tree, "100ms", "300ms", &idle));
     let d = json_of(
         &[
             "diff",

@@ -13,18 +13,13 @@ const ESC: &str = "\u{1b}[2J\u{1b}]0;owned\u{7}";
 /// Records `sh -c SCRIPT` with a `wave` rate series whose unit holds [`ESC`].
 fn record(dir: &Path, name: &str, script: &str) -> PathBuf {
     let ledger = dir.join(format!("{name}.ledger"));
-    let out = bin()
-        .args(["record", "--interval", "50ms", "--rate"])
-        .arg(format!("wave=wave ([-+0-9.e]+|inf):s{ESC}/wave"))
-        .arg("-o")
-        .arg(&ledger)
-        .args(["--", "sh", "-c", script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        bin()
+            .args(["record", "--interval", "50ms", "--rate"])
+            .arg(format!("wave=wave ([-+0-9.e]+|inf):s{ESC}/wave"))
+            .arg("-o")
+            .arg(&ledger)
+            .args(["--", "sh", "-c", script]),
     );
     ledger
 }

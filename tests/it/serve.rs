@@ -6,15 +6,6 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn get(url: &str) -> String {
-    ureq::get(url)
-        .timeout(Duration::from_secs(5))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap()
-}
-
 fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines()
         .filter(|l| l.starts_with(&format!("{name}{{")))
@@ -29,7 +20,7 @@ fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 #[test]
 fn endpoints_and_values() {
     let s = serve_root(&fixture("seed-2622"), &["--interval", "1s"]);
-    let text = get(&format!("{}/metrics", s.base));
+    let text = s.get("/metrics");
     assert!(
         text.lines()
             .any(|l| l == format!("gpuledger_host_gpu_active_bytes {}", 27158118u64 * 1024)),
@@ -69,9 +60,8 @@ fn endpoints_and_values() {
         text.contains("gpuledger_device_info{device=\"0000:03:00.0\",driver=\"xe\""),
         "{text}"
     );
-    assert_eq!(get(&format!("{}/healthz", s.base)), "ok\n");
-    let snap: serde_json::Value =
-        serde_json::from_str(&get(&format!("{}/snapshot.json", s.base))).unwrap();
+    assert_eq!(s.get("/healthz"), "ok\n");
+    let snap: serde_json::Value = serde_json::from_str(&s.get("/snapshot.json")).unwrap();
     assert_eq!(snap["schema"], "gpuledger.snapshot/1");
     let err = ureq::get(&format!("{}/nope", s.base)).call().unwrap_err();
     assert!(matches!(err, ureq::Error::Status(404, _)));
@@ -107,7 +97,7 @@ fn concurrent_scrapes_are_all_answered_and_memory_stays_flat() {
     let s = serve_root(&fixture("seed-2622"), &["--interval", "200ms"]);
     let url = format!("{}/metrics", s.base);
     for _ in 0..50 {
-        get(&url);
+        s.get("/metrics");
     }
     let before = rss_kb(s.child.id());
     let end = Instant::now() + Duration::from_secs(secs);
@@ -149,59 +139,23 @@ fn concurrent_scrapes_are_all_answered_and_memory_stays_flat() {
     );
 }
 
-fn prometheus_bin() -> Option<std::path::PathBuf> {
-    ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
-        .iter()
-        .map(std::path::PathBuf::from)
-        .find(|p| p.exists())
-}
-
 #[test]
 fn deploy_files_pass_promtool() {
-    let Some(_) = prometheus_bin() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must install Debian's prometheus package"
-        );
-        eprintln!("skipped: promtool not installed here");
+    if prometheus().is_none() {
         return;
-    };
-    let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
-    let out = Command::new("promtool")
-        .arg("check")
-        .arg("config")
-        .arg(deploy.join("prometheus.yml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new("promtool")
-        .arg("check")
-        .arg("rules")
-        .arg(deploy.join("alerts.yml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let out = Command::new("promtool")
-        .arg("test")
-        .arg("rules")
-        .arg(deploy.join("rules-test.yml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    }
+    let deploy = repo_path("deploy");
+    for (check, file) in [
+        ("check config", "prometheus.yml"),
+        ("check rules", "alerts.yml"),
+        ("test rules", "rules-test.yml"),
+    ] {
+        run_ok(
+            Command::new("promtool")
+                .args(check.split(' '))
+                .arg(deploy.join(file)),
+        );
+    }
     let dash: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(deploy.join("grafana-dashboard.json")).unwrap(),
     )
@@ -220,12 +174,7 @@ fn deploy_files_pass_promtool() {
 
 #[test]
 fn prometheus_scrapes_a_live_simulation() {
-    let Some(prom) = prometheus_bin() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must install Debian's prometheus package"
-        );
-        eprintln!("skipped: prometheus not installed here");
+    let Some(prom) = prometheus() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -314,32 +263,18 @@ fn malformed_requests_and_slow_clients_do_not_stop_it() {
         .collect();
     assert!(slow.len() >= 250);
     let t = Instant::now();
-    assert!(get(&format!("{}/metrics", s.base)).ends_with("# EOF\n"));
+    assert!(s.get("/metrics").ends_with("# EOF\n"));
     assert!(
         t.elapsed() < Duration::from_secs(2),
         "answers others while slow clients hang"
     );
     let after = rss_kb(s.child.id());
     drop(slow);
-    assert_eq!(get(&format!("{}/healthz", s.base)), "ok\n");
+    assert_eq!(s.get("/healthz"), "ok\n");
     assert!(
         after < before + 30 * 1024,
         "RSS {before} kB -> {after} kB with 300 slow clients"
     );
-}
-
-/// Copies fixture `name` (symlinks kept) into a new temporary directory.
-fn fixture_copy(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join(name);
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(fixture(name))
-        .arg(&tree)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    (tmp, tree)
 }
 
 const EVIL: &str = "evil\"} 1\ngpuledger_fake_metric{x=\"y\\\"\\n\r";
@@ -368,8 +303,8 @@ fn hostile_process_names_cannot_inject_series() {
 
     let plain = serve_root(&fixture("seed-2622"), &["--interval", "1s"]);
     let evil = serve_root(&tree, &["--interval", "200ms"]);
-    let want = exposition::parse(&get(&format!("{}/metrics", plain.base))).unwrap();
-    let text = get(&format!("{}/metrics", evil.base));
+    let want = exposition::parse(&plain.get("/metrics")).unwrap();
+    let text = evil.get("/metrics");
     let got = exposition::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert!(!text.contains("\ngpuledger_fake_metric"), "{text}");
     // Expected: the plain fixture's series, with pid 116400 named EVIL and carrying job=EVIL.
@@ -408,10 +343,7 @@ fn hostile_process_names_cannot_inject_series() {
     std::thread::sleep(Duration::from_millis(500));
     let untimed =
         |t: &str| -> Vec<String> { t.lines().filter(|l| !timed(l)).map(String::from).collect() };
-    assert_eq!(
-        untimed(&get(&format!("{}/metrics", evil.base))),
-        untimed(&text)
-    );
+    assert_eq!(untimed(&evil.get("/metrics")), untimed(&text));
 }
 
 proptest::proptest! {
@@ -437,34 +369,24 @@ fn raise_nofile(n: u64) {
 
 /// `serve` on `root` under `ulimit -n NOFILE`.
 fn serve_limited(root: &std::path::Path, nofile: u32) -> Server {
-    use std::io::{BufRead, BufReader};
     let port = free_port();
-    let mut child = Command::new("bash")
-        .arg("-c")
-        .arg(format!("ulimit -n {nofile} && exec \"$@\""))
-        .arg("bash")
-        .arg(env!("CARGO_BIN_EXE_gpuledger"))
-        .arg("--root")
-        .arg(root)
-        .args([
-            "serve",
-            "--interval",
-            "1s",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("/metrics"), "{line}");
-    Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    }
+    Server::spawn(
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("ulimit -n {nofile} && exec \"$@\""))
+            .arg("bash")
+            .arg(env!("CARGO_BIN_EXE_gpuledger"))
+            .arg("--root")
+            .arg(root)
+            .args([
+                "serve",
+                "--interval",
+                "1s",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ]),
+        port,
+    )
 }
 
 #[test]
@@ -480,8 +402,8 @@ fn idle_connection_flood_does_not_starve_real_clients() {
     let t = Instant::now();
     for _ in 0..5 {
         let one = Instant::now();
-        assert_eq!(get(&format!("{}/healthz", s.base)), "ok\n");
-        assert!(get(&format!("{}/metrics", s.base)).ends_with("# EOF\n"));
+        assert_eq!(s.get("/healthz"), "ok\n");
+        assert!(s.get("/metrics").ends_with("# EOF\n"));
         assert!(
             one.elapsed() < Duration::from_secs(3),
             "{:?}",
@@ -548,7 +470,7 @@ fn idle_and_kept_alive_connections_are_closed_after_the_header_timeout() {
 #[test]
 fn device_memory_and_driver_held_parts() {
     let s = serve_root(&fixture("amdgpu-meminfo"), &["--interval", "1s"]);
-    let text = get(&format!("{}/metrics", s.base));
+    let text = s.get("/metrics");
     let mem = |device: &str, region: &str, kind: &str| {
         metric(
             &text,
@@ -604,7 +526,7 @@ fn device_memory_and_driver_held_parts() {
 
     // xe: capacity from dmem.capacity only; no used series is invented for it.
     let s = serve_root(&fixture("xe-suspended"), &["--interval", "1s"]);
-    let text = get(&format!("{}/metrics", s.base));
+    let text = s.get("/metrics");
     for device in ["0000:03:00.0", "0000:04:00.0"] {
         assert_eq!(
             metric(

@@ -5,21 +5,8 @@
 use crate::common;
 use common::*;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
-
-fn copy_fixture(name: &str, tmp: &Path) -> PathBuf {
-    let tree = tmp.join(name);
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(fixture(name))
-        .arg(&tree)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    tree
-}
 
 fn get(url: &str) -> String {
     ureq::get(url)
@@ -34,8 +21,7 @@ const SECRETS: [&str; 3] = ["hf_S3cretT0kenValue", "wJalrXUtnFEMIK7MDENG", "pAss
 
 #[test]
 fn secret_looking_arguments_are_redacted_unless_asked_for() {
-    let tmp = tempfile::tempdir().unwrap();
-    let tree = copy_fixture("seed-2622", tmp.path());
+    let (_tmp, tree) = fixture_copy("seed-2622");
     let argv = [
         "/usr/bin/python3",
         "train.py",
@@ -82,13 +68,7 @@ fn secret_looking_arguments_are_redacted_unless_asked_for() {
 
 /// xe-two-tile's one DRM client repeated `pids` times, each with a command line of `arg_bytes`.
 fn many_clients(base: &Path, pids: u32, arg_bytes: usize) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(fixture("xe-two-tile"))
-        .arg(base)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    copy_fixture("xe-two-tile", base);
     let fdinfo = std::fs::read_to_string(base.join("proc/1383/fdinfo/8")).unwrap();
     std::fs::remove_dir_all(base.join("proc/1383")).unwrap();
     let arg = "x".repeat(arg_bytes);

@@ -75,11 +75,9 @@ fn eight_eager_ranks_leave_a_dead_job_with_its_evidence() {
     // The evidence travels in a capture archive too.
     let archive = tmp.path().join("eight.tar.zst");
     let t = tree.to_str().unwrap();
-    let out = run(&["--root", t, "capture", "-o", archive.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    stdout_of(
+        &["--root", t, "capture", "-o", archive.to_str().unwrap()],
+        0,
     );
     let packed = Root::open(&archive).unwrap();
     assert_eq!(kernel_evidence(&packed).unwrap().len(), 8);
@@ -226,17 +224,15 @@ fn capture_of_a_simulated_tree_writes_the_same_layout() {
         let sim = tmp.path().join(name);
         assert!(simulate(args, &sim).status.success());
         let cap = tmp.path().join(format!("{name}-capture"));
-        let out = run(&[
-            "--root",
-            sim.to_str().unwrap(),
-            "capture",
-            "-o",
-            cap.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        stdout_of(
+            &[
+                "--root",
+                sim.to_str().unwrap(),
+                "capture",
+                "-o",
+                cap.to_str().unwrap(),
+            ],
+            0,
         );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         listing(&sim, Path::new(""), &mut a);
@@ -314,21 +310,7 @@ fn recording_a_live_simulation_that_dies_says_when_and_how() {
     let tree = tmp.path().join("tree");
     let _sim = live_sim(&tree, "3s", &["--ranks", "8", "--backing", "eager"]);
     let ledger = tmp.path().join("died.ledger");
-    let out = bin()
-        .arg("--root")
-        .arg(&tree)
-        .args([
-            "record",
-            "--all",
-            "--interval",
-            "50ms",
-            "--duration",
-            "20s",
-            "-o",
-        ])
-        .arg(&ledger)
-        .output()
-        .unwrap();
+    let out = record_tree(&tree, "50ms", "20s", &ledger).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(1),

@@ -33,15 +33,6 @@ fn snapshot(name: &str) -> Value {
     json_of(&["--root", root.to_str().unwrap(), "--json"], 0)
 }
 
-fn findings_of<'a>(doc: &'a Value, kind: &str) -> Vec<&'a Value> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["kind"] == kind)
-        .collect()
-}
-
 #[test]
 fn json_golden_seed_2622() {
     let mut doc = snapshot("seed-2622");

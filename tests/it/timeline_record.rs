@@ -12,26 +12,7 @@ fn record_live_sim(dir: &std::path::Path, name: &str, backing: &str) -> std::pat
     let tree = dir.join(name);
     let ledger = dir.join(format!("{name}.ledger"));
     let mut sim = live_sim(&tree, "6s", &["--backing", backing]);
-    let out = bin()
-        .arg("--root")
-        .arg(&tree)
-        .args([
-            "record",
-            "--all",
-            "--interval",
-            "100ms",
-            "--duration",
-            "6.5s",
-            "-o",
-        ])
-        .arg(&ledger)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&mut record_tree(&tree, "100ms", "6.5s", &ledger));
     assert!(sim.0.wait().unwrap().success());
     ledger
 }
@@ -98,17 +79,9 @@ fn eager_run_shows_the_step_and_the_pinned_mirror_deferred_does_not() {
 fn record_runs_a_real_command_and_exits_with_its_status() {
     let tmp = tempfile::tempdir().unwrap();
     let ledger = tmp.path().join("run.ledger");
-    let out = run(&[
-        "record",
-        "--interval",
-        "50ms",
-        "-o",
-        ledger.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "sleep 0.3; exit 7",
-    ]);
+    let out = record_job(None, "50ms", &ledger, &["sh", "-c", "sleep 0.3; exit 7"])
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(7),
@@ -134,17 +107,7 @@ fn record_runs_a_real_command_and_exits_with_its_status() {
 fn record_forwards_sigterm_to_the_command() {
     let tmp = tempfile::tempdir().unwrap();
     let ledger = tmp.path().join("sig.ledger");
-    let child = bin()
-        .args([
-            "record",
-            "--interval",
-            "50ms",
-            "-o",
-            ledger.to_str().unwrap(),
-            "--",
-            "sleep",
-            "30",
-        ])
+    let child = record_job(None, "50ms", &ledger, &["sleep", "30"])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -247,12 +210,7 @@ fn simulate_writes_a_tree_the_snapshot_reads() {
         ("leak", None),
     ] {
         let dir = tmp.path().join(scenario);
-        let out = run(&["simulate", scenario, "--out", dir.to_str().unwrap()]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        stdout_of(&["simulate", scenario, "--out", dir.to_str().unwrap()], 0);
         let doc = json_of(&["--root", dir.to_str().unwrap(), "--json"], 0);
         let kinds: Vec<&str> = doc["findings"]
             .as_array()
@@ -310,18 +268,12 @@ fn kernel_log_lines_in_the_window_are_recorded() {
         std::process::id()
     );
     let script = format!("sleep 0.3; echo '{line}' > /dev/kmsg; sleep 0.4");
-    let out = run(&[
-        "record",
-        "--interval",
+    run_ok(&mut record_job(
+        None,
         "100ms",
-        "-o",
-        ledger.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(out.status.success());
+        &ledger,
+        &["sh", "-c", &script],
+    ));
     let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
     let lines = doc["kernel_log"].as_array().unwrap();
     assert!(
@@ -460,21 +412,7 @@ fn version_1_recordings_open_unchanged_and_newer_ones_are_refused() {
 fn a_finished_recording_is_one_file() {
     let tmp = tempfile::tempdir().unwrap();
     let ledger = tmp.path().join("one.ledger");
-    let out = run(&[
-        "record",
-        "--interval",
-        "50ms",
-        "-o",
-        ledger.to_str().unwrap(),
-        "--",
-        "sleep",
-        "0.3",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&mut record_job(None, "50ms", &ledger, &["sleep", "0.3"]));
     assert_eq!(files_in(tmp.path()), ["one.ledger"]);
     let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
     assert!(doc["samples"].as_u64().unwrap() >= 3, "{doc}");

@@ -28,19 +28,14 @@ fn record(dir: &Path, extra: &[&str]) -> PathBuf {
     let lib = dir.join("libgpuledger_tracer.so");
     std::fs::write(&lib, "").unwrap();
     let ledger = dir.join(format!("r{}.ledger", extra.len()));
-    let out = bin()
-        .args(["record", "--interval", "50ms", "-o"])
-        .arg(&ledger)
-        .args(extra)
-        .args(["--", "python3", "-c", JOB])
-        .env("GPULEDGER_TRACER", &lib)
-        .env_remove("CUDA_INJECTION64_PATH")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        bin()
+            .args(["record", "--interval", "50ms", "-o"])
+            .arg(&ledger)
+            .args(extra)
+            .args(["--", "python3", "-c", JOB])
+            .env("GPULEDGER_TRACER", &lib)
+            .env_remove("CUDA_INJECTION64_PATH"),
     );
     ledger
 }

@@ -292,25 +292,13 @@ fn colour_follows_color_no_color_and_clicolor_force() {
 #[test]
 fn serve_shows_only_the_filtered_process_and_its_index_links_the_endpoints() {
     let server = serve_root(&fixture("seed-2622"), &["--pid", "116401"]);
-    let body = ureq::get(&format!("{}/snapshot.json", server.base))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let body = server.get("/snapshot.json");
     let doc: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(pids(&doc), [116401]);
-    let metrics = ureq::get(&format!("{}/metrics", server.base))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let metrics = server.get("/metrics");
     assert!(metrics.contains("pid=\"116401\""), "{metrics}");
     assert!(!metrics.contains("pid=\"116400\""), "{metrics}");
-    let index = ureq::get(&format!("{}/", server.base))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let index = server.get("/");
     for link in ["/metrics", "/snapshot.json", "/healthz"] {
         assert!(index.contains(&format!("href=\"{link}\"")), "{index}");
     }
@@ -336,24 +324,12 @@ fn serve_refuses_a_pid_it_cannot_see() {
 fn show_filters_a_recording_without_changing_its_findings() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("seed.ledger");
-    let r = root("seed-2622");
-    let rec = run(&[
-        "--root",
-        &r,
-        "record",
-        "--all",
-        "--duration",
-        "200ms",
-        "--interval",
+    run_ok(&mut record_tree(
+        &fixture("seed-2622"),
         "50ms",
-        "-o",
-        ledger.to_str().unwrap(),
-    ]);
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
+        "200ms",
+        &ledger,
+    ));
     let file = ledger.to_str().unwrap();
     let whole = json_of(&["show", file, "--json"], 0);
     let one = json_of(&["show", file, "--json", "--pid", "116401"], 0);

@@ -1,4 +1,13 @@
 //! Helpers shared by the integration tests: run the real binary, read fixtures and golden files.
+//! `record`: the recording invocations; `serve`: a running exporter; `tools`: optional programs.
+
+mod record;
+mod serve;
+mod tools;
+
+pub use record::*;
+pub use serve::*;
+pub use tools::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -8,16 +17,63 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gpuledger"))
 }
 
+/// `<repository>/<rel>`.
+pub fn repo_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// `deploy/`: the Prometheus, Grafana, systemd and Kubernetes files.
+pub fn deploy() -> PathBuf {
+    repo_path("deploy")
+}
+
+/// The text of `path`; the panic names the file.
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// `tests/fixtures/<name>`.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    repo_path("tests/fixtures").join(name)
+}
+
+/// Copies fixture `name` (symlinks kept) to `dest`.
+pub fn copy_fixture(name: &str, dest: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(fixture(name))
+        .arg(dest)
+        .status()
+        .expect("run cp");
+    assert!(status.success(), "cp -a {name} {}", dest.display());
+}
+
+/// A copy of fixture `name` in a fresh temporary directory, to plant hostile values in.
+pub fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join(name);
+    copy_fixture(name, &tree);
+    (tmp, tree)
 }
 
 /// Runs gpuledger with `args`.
 pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("run gpuledger")
+}
+
+/// Runs `cmd` (any program) and asserts that it succeeds, showing its stdout and stderr otherwise.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// Runs and returns stdout, asserting the exit code.
@@ -38,11 +94,19 @@ pub fn json_of(args: &[&str], code: i32) -> serde_json::Value {
     serde_json::from_str(&stdout_of(args, code)).expect("valid JSON")
 }
 
+/// The findings of `kind` in a `--json` document.
+pub fn findings_of<'a>(doc: &'a serde_json::Value, kind: &str) -> Vec<&'a serde_json::Value> {
+    doc["findings"]
+        .as_array()
+        .expect("a findings array")
+        .iter()
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
 /// Compares `actual` with `tests/golden/<name>`; `UPDATE_GOLDEN=1` rewrites the file.
 pub fn assert_golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
+    let path = repo_path("tests/golden").join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
         return;
@@ -88,61 +152,4 @@ pub fn live_sim(tree: &Path, secs: &str, extra: &[&str]) -> LiveSim {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     LiveSim(child)
-}
-
-/// A running `gpuledger serve`; killed when dropped.
-pub struct Server {
-    /// The process.
-    pub child: std::process::Child,
-    /// `http://127.0.0.1:PORT`.
-    pub base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts `gpuledger --root ROOT serve --listen 127.0.0.1:PORT EXTRA…` and waits until it listens.
-pub fn serve_root(root: &Path, extra: &[&str]) -> Server {
-    use std::io::{BufRead, BufReader};
-    let port = free_port();
-    let mut child = bin()
-        .arg("--root")
-        .arg(root)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(extra)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("/metrics"), "{line}");
-    Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    }
-}
-
-/// Starts `gpuledger record --all --interval 50ms -o LEDGER` in the background.
-pub fn record_all(ledger: &Path) -> std::process::Child {
-    bin()
-        .args(["record", "--all", "--interval", "50ms", "-o"])
-        .arg(ledger)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start record")
 }
