@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 const RULE_HEADER: &str = "\
-# Generated from deploy/alerts.yml and deploy/recording-rules.yml by tests/kubernetes.rs: edit
-# those files and run `UPDATE_DEPLOY=1 cargo test --test kubernetes`. The Prometheus Operator
+# Generated from deploy/alerts.yml and deploy/recording-rules.yml by tests/it/kubernetes.rs:
+# edit those files and run `UPDATE_DEPLOY=1 cargo test --test it kubernetes`. The Prometheus Operator
 # picks rules up by its ruleSelector; add the label yours selects (often `release: <release>`).
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
@@ -47,7 +47,7 @@ fn prometheus_rule_is_generated_from_the_rule_files() {
     }
     assert!(
         read(&path) == want,
-        "{} is out of date: run UPDATE_DEPLOY=1 cargo test --test kubernetes",
+        "{} is out of date: run UPDATE_DEPLOY=1 cargo test --test it kubernetes",
         path.display()
     );
 }
