@@ -1,8 +1,8 @@
 #![no_main]
 //! Any text as process names, cmdlines, device and region names and job labels: the rendered
 //! exposition parses strictly and holds exactly the expected series (no injected line).
-//! The reader and the property live in tests/serve/exposition.rs, shared with the proptest.
-#[path = "../../tests/serve/exposition.rs"]
+//! The reader and the property live in tests/it/serve/exposition.rs, shared with the proptest.
+#[path = "../../tests/it/serve/exposition.rs"]
 mod exposition;
 use libfuzzer_sys::fuzz_target;
 

@@ -1,0 +1,42 @@
+//! The integration tests, one binary (one link instead of one per topic): each module is a topic
+//! that runs the built `gpuledger` on fixtures (capture trees under `tests/fixtures/`) and
+//! simulated trees, or drives the library; `common` holds the shared scaffolding.
+
+mod capture_roundtrip;
+mod cgroup_follow;
+mod cli;
+mod common;
+mod deploy_dashboard;
+mod doctor;
+mod experiment;
+mod fleet;
+mod guard;
+mod hardening;
+mod help;
+mod hostile_files;
+mod hostile_trees;
+mod job_evidence;
+mod job_set;
+mod jobs_kfd;
+mod kernel_findings;
+mod knowledge;
+mod known_views;
+mod kubernetes;
+mod ledger_props;
+mod live_machine;
+mod mirror_props;
+mod nvml_fake;
+mod one_verdict;
+mod oracle;
+mod output_hardening;
+mod plot_chromium;
+mod project;
+mod report;
+mod serve;
+mod serve_exposure;
+mod simulate;
+mod snapshot_fixtures;
+mod timeline_record;
+mod top_tmux;
+mod trace_record;
+mod views;
