@@ -39,4 +39,5 @@ mod snapshot_fixtures;
 mod timeline_record;
 mod top_tmux;
 mod trace_record;
+mod trace_views;
 mod views;

@@ -6,7 +6,7 @@
 //! and the registered 2 GiB is named); `diff` against a run that makes no registration names it; `report` quotes the top
 //! calls; `plot` draws a chart per API kind.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 
