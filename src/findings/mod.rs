@@ -59,7 +59,9 @@ impl Backing {
     }
 }
 
-/// The kinds of finding.
+/// The kinds of finding: those of a snapshot (`analyze`, `kernel::find`, the known-issues base)
+/// and those of a recording's timeline (`timeline::analyze`). Their order is the order findings
+/// of one severity are shown in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -81,11 +83,24 @@ pub enum Kind {
     KernelOomKill,
     /// The kernel log shows a GPU driver error, reset or fault (NVIDIA Xid included).
     KernelGpuError,
+    /// Timeline: growth in increments that repeat one size.
+    StepwiseGrowth,
+    /// Timeline: growth that stopped and stayed flat.
+    Plateau,
+    /// Timeline: growth until the end of the recording.
+    Leak,
+    /// Timeline: host memory that came back when the job ended.
+    ReleasedOnExit,
+    /// A kind this build does not know, read from a recording that a newer gpuledger wrote: kept
+    /// (with its message) rather than refusing the whole recording.
+    #[serde(other)]
+    Unknown,
 }
 
 impl Kind {
-    /// All kinds, for `--explain` and docs.
-    pub const ALL: [Kind; 9] = [
+    /// Every kind this build knows (not [`Kind::Unknown`]): the snapshot kinds, then the
+    /// timeline kinds, as `--explain` lists them.
+    pub const ALL: [Kind; 13] = [
         Kind::PeerMirror,
         Kind::DriverHeldHost,
         Kind::HostPressure,
@@ -95,9 +110,13 @@ impl Kind {
         Kind::KernelPageAllocFailure,
         Kind::KernelOomKill,
         Kind::KernelGpuError,
+        Kind::StepwiseGrowth,
+        Kind::Plateau,
+        Kind::Leak,
+        Kind::ReleasedOnExit,
     ];
 
-    /// snake_case name.
+    /// snake_case name (the serde name: how JSON and recordings spell it).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::PeerMirror => "peer_mirror",
@@ -109,10 +128,20 @@ impl Kind {
             Kind::KernelPageAllocFailure => "kernel_page_alloc_failure",
             Kind::KernelOomKill => "kernel_oom_kill",
             Kind::KernelGpuError => "kernel_gpu_error",
+            Kind::StepwiseGrowth => "stepwise_growth",
+            Kind::Plateau => "plateau",
+            Kind::Leak => "leak",
+            Kind::ReleasedOnExit => "released_on_exit",
+            Kind::Unknown => "unknown",
         }
     }
 
-    /// Parses a snake_case name.
+    /// The names `--explain` accepts: every known kind's [`Kind::as_str`].
+    pub fn names() -> [&'static str; 13] {
+        Kind::ALL.map(Kind::as_str)
+    }
+
+    /// Parses the snake_case name of a known kind.
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == name)
     }
@@ -129,39 +158,18 @@ impl Kind {
             Kind::KernelPageAllocFailure => include_str!("explain/kernel_page_alloc_failure.txt"),
             Kind::KernelOomKill => include_str!("explain/kernel_oom_kill.txt"),
             Kind::KernelGpuError => include_str!("explain/kernel_gpu_error.txt"),
+            Kind::StepwiseGrowth => include_str!("explain/stepwise_growth.txt"),
+            Kind::Plateau => include_str!("explain/plateau.txt"),
+            Kind::Leak => include_str!("explain/leak.txt"),
+            Kind::ReleasedOnExit => include_str!("explain/released_on_exit.txt"),
+            Kind::Unknown => include_str!("explain/unknown.txt"),
         }
     }
 }
 
-/// Every finding kind `--explain` knows: the snapshot kinds, then the timeline kinds of `record`.
-pub const EXPLAINED: [&str; 13] = [
-    "peer_mirror",
-    "driver_held_host",
-    "host_pressure",
-    "evicted_to_host",
-    "over_reported",
-    "known_issue",
-    "kernel_page_alloc_failure",
-    "kernel_oom_kill",
-    "kernel_gpu_error",
-    "stepwise_growth",
-    "plateau",
-    "leak",
-    "released_on_exit",
-];
-
 /// What a finding kind (snapshot or timeline, by its snake_case name) means and what to do.
 pub fn explain(name: &str) -> Option<&'static str> {
-    if let Some(kind) = Kind::parse(name) {
-        return Some(kind.explain());
-    }
-    Some(match name {
-        "stepwise_growth" => include_str!("explain/stepwise_growth.txt"),
-        "plateau" => include_str!("explain/plateau.txt"),
-        "leak" => include_str!("explain/leak.txt"),
-        "released_on_exit" => include_str!("explain/released_on_exit.txt"),
-        _ => return None,
-    })
+    Kind::parse(name).map(Kind::explain)
 }
 
 /// One finding.
@@ -192,6 +200,27 @@ pub struct Finding {
     /// known_issue: the id of the matching entry of the known-issues base.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issue: Option<String>,
+}
+
+impl Finding {
+    /// A finding of `kind` that names no process, device or evidence yet (set those with struct
+    /// update syntax).
+    pub fn new(kind: Kind, severity: Severity, message: String) -> Finding {
+        Finding {
+            kind,
+            severity,
+            message,
+            pid: None,
+            rank: None,
+            device: None,
+            peer: None,
+            bytes: 0,
+            ratio: None,
+            backing: None,
+            source: None,
+            issue: None,
+        }
+    }
 }
 
 /// Every finding for a ledger, most severe first.
