@@ -10,7 +10,7 @@ mod thresholds;
 
 pub use thresholds::{ThresholdError, Thresholds};
 
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, Subject};
 use serde::{Deserialize, Serialize};
 
 /// How bad a finding is.
@@ -220,6 +220,16 @@ impl Finding {
             source: None,
             issue: None,
         }
+    }
+}
+
+impl Subject for Finding {
+    fn subject_pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    fn subject_devices(&self) -> [Option<&str>; 2] {
+        [self.device.as_deref(), self.peer.as_deref()]
     }
 }
 

@@ -12,7 +12,7 @@ mod integrated;
 mod view;
 
 pub use host::{DriverHeld, HeldCounter, HostTotals};
-pub use view::{Filter, FilterError, SortKey};
+pub use view::{Filter, FilterError, SortKey, Subject};
 
 use crate::snapshot::{ScanStats, Snapshot};
 use crate::sources::drm_devices::DeviceInfo;

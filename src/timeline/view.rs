@@ -28,12 +28,9 @@ pub fn filter_summary(
         .retain(|p| f.shows_subject(Some(p.pid), &[Some(p.device.as_str())]));
     out.peer_host.retain(|p| f.shows_pid(p.pid));
     out.ranks.retain(|r| f.shows_pid(r.1));
-    let shown = |x: &crate::findings::Finding| {
-        f.shows_subject(x.pid, &[x.device.as_deref(), x.peer.as_deref()])
-    };
-    out.findings.retain(|x| shown(&x.peak));
+    out.findings.retain(|x| f.shows(&x.peak));
     // A timeline peer mirror carries its recorded finding's peer: it shows when either device is
     // shown, as in a snapshot.
-    out.timeline.retain(|x| shown(&x.finding));
+    out.timeline.retain(|x| f.shows(&x.finding));
     Ok(out)
 }

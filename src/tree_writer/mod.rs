@@ -211,7 +211,7 @@ impl TreeWriter {
     }
 
     /// Writes how a simulated job ended (`gpuledger-sim/job.json`); `None` removes it (running).
-    pub fn job_end(&self, end: Option<&crate::sim::JobEnd>) -> io::Result<()> {
+    pub fn job_end(&self, end: Option<&crate::sources::sim_job::JobEnd>) -> io::Result<()> {
         match end {
             Some(e) => {
                 let json = serde_json::to_string_pretty(e).map_err(io::Error::other)?;
