@@ -2,6 +2,8 @@
 //! and say in one sentence what to do.
 
 mod evicted;
+#[cfg(test)]
+mod fixture;
 pub mod group;
 mod host;
 pub mod kernel;
@@ -259,5 +261,55 @@ fn percent(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 * 100.0 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_kind_has_its_own_explanation_and_name() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::parse(k.as_str()), Some(k));
+            assert!(k.explain().starts_with(k.as_str()), "{k:?}");
+            assert_eq!(explain(k.as_str()), Some(k.explain()));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(Kind::names().len(), Kind::ALL.len());
+        assert!(!Kind::names().contains(&"unknown"));
+        assert_eq!(Kind::parse("unknown"), None);
+        assert_eq!(explain("peer-mirror"), None);
+    }
+
+    #[test]
+    fn a_kind_this_build_does_not_know_deserializes_as_unknown() {
+        let k: Kind = serde_json::from_str("\"peer_mirror_v9\"").unwrap();
+        assert_eq!(k, Kind::Unknown);
+        assert!(Kind::Unknown.explain().starts_with("unknown"));
+    }
+
+    #[test]
+    fn findings_rank_most_severe_first_then_by_kind() {
+        let f = |kind, severity| Finding::new(kind, severity, String::new());
+        let mut all = vec![
+            f(Kind::HostPressure, Severity::Warning),
+            f(Kind::EvictedToHost, Severity::Info),
+            f(Kind::PeerMirror, Severity::Warning),
+            f(Kind::DriverHeldHost, Severity::Critical),
+        ];
+        rank(&mut all);
+        let order: Vec<Kind> = all.iter().map(|x| x.kind).collect();
+        assert_eq!(
+            order,
+            [
+                Kind::DriverHeldHost,
+                Kind::PeerMirror,
+                Kind::HostPressure,
+                Kind::EvictedToHost
+            ]
+        );
+        assert_eq!(worst(&all), Some(Severity::Critical));
+        assert_eq!(worst(&[]), None);
     }
 }
