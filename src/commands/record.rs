@@ -4,7 +4,7 @@ use super::UsageError;
 use crate::cli::{JobArgs, RecordArgs};
 use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
-use gpuledger::outputs::{show, show_calls};
+use gpuledger::outputs::{calls_compare, show, show_calls};
 use gpuledger::recording::follow::JobTarget;
 use gpuledger::recording::run::{record, Progress, RunError, RunOptions, Target};
 use gpuledger::recording::trace::{self, TraceOff, TracePlan};
@@ -133,12 +133,14 @@ pub fn run(ctx: &super::Ctx, args: &RecordArgs, t: &Thresholds) -> Result<ExitCo
         );
     }
     if let Ok(rec) = gpuledger::recording::open(&output) {
+        let summary = RunSummary::of(&rec);
         eprint!(
             "{}",
-            show::render_text(&output.display().to_string(), &RunSummary::of(&rec))
+            show::render_text(&output.display().to_string(), &summary)
         );
-        if let Ok(Some(calls)) = gpuledger::recording::calls(&output) {
-            eprint!("{}", show_calls::render_calls(&calls));
+        if let Some(calls) = &summary.calls {
+            eprint!("{}", show_calls::render_calls(calls));
+            eprint!("{}", calls_compare::render_checks(&summary.call_checks));
         }
     }
     Ok(match end.job {

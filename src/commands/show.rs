@@ -4,8 +4,7 @@ use super::recordings::open_all;
 use super::{Ctx, UsageError};
 use crate::cli::FilterArgs;
 use anyhow::Result;
-use gpuledger::outputs::{job_set, show, show_calls};
-use gpuledger::recording::CallTable;
+use gpuledger::outputs::{calls_compare, job_set, show, show_calls};
 use gpuledger::timeline::view::filter_summary;
 use gpuledger::timeline::{JobSet, RunSummary};
 use std::path::PathBuf;
@@ -17,13 +16,13 @@ pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Res
     let text = match runs.as_slice() {
         [(name, rec)] => {
             let summary = filter_summary(&RunSummary::of(rec), &filter.pids, &filter.devices)?;
-            let calls = gpuledger::recording::calls(&files[0])?;
             if json {
-                with_calls_json(show::render_json(&summary), calls.as_ref())?
+                with_calls_json(show::render_json(&summary), &summary)?
             } else {
                 let mut text = show::render_text_painted(name, &summary, ctx.paint);
-                if let Some(c) = &calls {
+                if let Some(c) = &summary.calls {
                     text.push_str(&show_calls::render_calls(c));
+                    text.push_str(&calls_compare::render_checks(&summary.call_checks));
                 }
                 text
             }
@@ -48,14 +47,19 @@ pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Res
     Ok(ExitCode::SUCCESS)
 }
 
-/// The JSON of `show` with the traced calls under `calls` (absent when not traced).
-fn with_calls_json(json: String, calls: Option<&CallTable>) -> Result<String> {
-    let Some(c) = calls else {
+/// The JSON of `show` with the traced calls under `calls` and the counters against them under
+/// `call_checks` (both absent when not traced).
+fn with_calls_json(json: String, summary: &RunSummary) -> Result<String> {
+    let Some(c) = &summary.calls else {
         return Ok(json);
     };
     let mut v: serde_json::Value = serde_json::from_str(&json)?;
     if let Some(o) = v.as_object_mut() {
         o.insert("calls".into(), serde_json::to_value(c)?);
+        o.insert(
+            "call_checks".into(),
+            serde_json::to_value(&summary.call_checks)?,
+        );
     }
     Ok(serde_json::to_string_pretty(&v)? + "\n")
 }

@@ -4,7 +4,8 @@ use super::{percent, Finding, Kind, Severity, Thresholds};
 use crate::ledger::{HeldCounter, Ledger, MemClass};
 use crate::units::human_bytes;
 
-pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
+/// `mirrored`: whether peer_mirror findings stand beside it (the advice points to them only then).
+pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds, mirrored: bool) -> Option<Finding> {
     let e = ledger.host.driver_held()?;
     let held = e.bytes;
     let total = ledger.host.mem_total?;
@@ -52,8 +53,13 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
             "most of it ({}) is the working memory of integrated GPUs, which use host RAM as their VRAM",
             human_bytes(integrated)
         )
-    } else {
+    } else if mirrored {
         "see the peer_mirror findings for whose memory it mirrors".to_string()
+    } else if explained >= 0.5 {
+        "no peer card mirrors it: it is the holders' own host-class GPU memory (pinned buffers, GTT)"
+            .to_string()
+    } else {
+        "most of it is held by no process gpuledger sees (a driver's own pool, or processes that exited with memory still pinned)".to_string()
     };
     Some(Finding {
         kind: Kind::DriverHeldHost,

@@ -238,7 +238,8 @@ impl Subject for Finding {
 /// Every finding for a ledger, most severe first.
 pub fn analyze(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     let mut out = peer_mirror::find(ledger, t);
-    out.extend(host::driver_held(ledger, t));
+    let mirrored = !out.is_empty();
+    out.extend(host::driver_held(ledger, t, mirrored));
     out.extend(host::pressure(ledger, t));
     out.extend(evicted::find(ledger));
     out.extend(evicted::over_reported(ledger));

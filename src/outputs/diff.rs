@@ -44,6 +44,7 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
     if !full.is_empty() {
         out.push('\n');
     }
+    out.push_str(&super::calls_compare::render_call_diff(&d.calls));
     // The "different jobs" warning quotes both recorded commands: escaped like every cell.
     for line in d.warning.iter().chain(&d.verdict) {
         out.push_str(&display_safe(line));

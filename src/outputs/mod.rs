@@ -1,5 +1,6 @@
 //! Renderers. They format what the ledger and the findings hold and compute nothing new.
 
+pub mod calls_compare;
 pub mod csv;
 pub mod diff;
 pub mod job_set;

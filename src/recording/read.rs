@@ -42,6 +42,9 @@ pub struct Recording {
     /// file and its `-wal` were read from a private copy (or, where the `-wal` could not be copied,
     /// the file alone, missing the last seconds that only the `-wal` holds).
     pub not_closed: bool,
+    /// The traced calls, folded per process × API kind × device (`None` when not traced, or
+    /// written before schema version 5).
+    pub calls: Option<super::CallTable>,
 }
 
 impl Recording {
@@ -134,6 +137,7 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
     layout.version = version;
     let mut rec = read_all(conn, meta, layout).map_err(|source| read_error(p, source))?;
     rec.not_closed = opened.not_closed;
+    rec.calls = super::trace_read::calls(path)?;
     Ok(rec)
 }
 
@@ -205,6 +209,7 @@ fn read_all(
         kernel_counts,
         times,
         not_closed: false,
+        calls: None,
     })
 }
 

@@ -4,6 +4,7 @@
 //! kernel, packages, behaviour, steps, reproduction rate, regression, logs); `generic` is the same
 //! evidence without the form's fields. Whatever was not found says "not found".
 
+mod calls;
 mod escape;
 mod evidence;
 pub mod recorded;

@@ -297,6 +297,7 @@ fn recording(name: &str, rec: &Recording, s: &RunSummary) -> String {
     }
     t.push('\n');
     t.push_str(&super::evidence::section(&s.evidence));
+    t.push_str(&super::calls::section(s));
     t
 }
 
@@ -317,6 +318,7 @@ fn bad_vs_good(a_name: &str, b_name: &str, d: &diff::Diff) -> String {
         let _ = writeln!(t, "| {} | {} | {} |", text(&r.what), show(&r.a), show(&r.b));
     }
     t.push_str(&super::evidence::throughput_lines(d));
+    t.push_str(&super::calls::diff_lines(d));
     for line in d.warning.iter().chain(&d.verdict) {
         let _ = writeln!(t, "\n{}\n", text(line));
     }

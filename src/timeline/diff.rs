@@ -1,5 +1,6 @@
 //! `diff`: the seed's bad-vs-good table, computed from two recordings.
 
+use super::calls::{diff_calls, CallDiffRow};
 use super::evidence::RateChange;
 use super::{PeerHost, Registrations, RunSummary};
 use crate::recording::RecordedFinding;
@@ -25,6 +26,8 @@ pub struct Diff {
     pub verdict: Option<String>,
     /// Per throughput series: whether the medians differ by more than the tolerance.
     pub throughput: Vec<(String, RateChange)>,
+    /// The traced calls of A against B, per API kind (empty when neither run was traced).
+    pub calls: Vec<CallDiffRow>,
 }
 
 /// The words of a recorded command that name the job. The simulator's `--backing VALUE` is the
@@ -90,6 +93,7 @@ pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
         warning,
         verdict,
         throughput: super::evidence_rows::changes(a, b),
+        calls: diff_calls(a.calls.as_ref(), b.calls.as_ref()),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Timeline analysis of a recording: per-rank peaks, growth patterns and the bad-vs-good diff.
 
+pub mod calls;
 pub mod diff;
 mod diff_row;
 pub mod evidence;

@@ -1,12 +1,13 @@
 //! One summary of a recording, computed once and read by every view (show, diff, experiment,
 //! plot, report), so that no two views can disagree about a peak, a severity or how a job ended.
 
+use super::calls::{cross_check, CallCheck};
 use super::job_end::JobEnd;
 use super::{analyze, peaks, peer_host_by_process, Peak, TimelineFinding};
 use crate::findings::{Backing, Kind};
 use crate::ledger::DriverHeld;
 use crate::recording::follow::LABEL_PREFIX;
-use crate::recording::{RecordedFinding, Recording};
+use crate::recording::{CallTable, RecordedFinding, Recording};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -93,11 +94,21 @@ pub struct RunSummary {
     pub labels: BTreeMap<String, String>,
     /// What the job's own output showed: error lines, tail, rates, markers.
     pub evidence: super::EvidenceSummary,
+    /// The traced calls (`None` when the run was not traced).
+    pub calls: Option<CallTable>,
+    /// Each traced process's counters against its calls.
+    pub call_checks: Vec<CallCheck>,
 }
 
 impl RunSummary {
     /// Summarises a recording.
     pub fn of(rec: &Recording) -> RunSummary {
+        let peaks = peaks(rec);
+        let call_checks = rec
+            .calls
+            .as_ref()
+            .map(|c| cross_check(&peaks, c))
+            .unwrap_or_default();
         RunSummary {
             command: rec.command(),
             note: rec.meta.get("note").cloned(),
@@ -109,7 +120,7 @@ impl RunSummary {
             duration_s: rec.duration_s(),
             samples: rec.host.samples,
             interval_ms: rec.meta.get("interval_ms").and_then(|v| v.parse().ok()),
-            peaks: peaks(rec),
+            peaks,
             peer_host: peer_host_by_process(rec)
                 .into_iter()
                 .map(|(pid, rank, bytes)| PeerHost { pid, rank, bytes })
@@ -155,6 +166,8 @@ impl RunSummary {
                 .filter_map(|(k, v)| Some((k.strip_prefix(LABEL_PREFIX)?.to_string(), v.clone())))
                 .collect(),
             evidence: super::EvidenceSummary::of(rec),
+            call_checks,
+            calls: rec.calls.clone(),
         }
     }
 

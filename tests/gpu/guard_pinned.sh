@@ -4,7 +4,8 @@
 # the machine-wide ceiling `--max-driver-held 6GiB` (issue 16's run) and once with the per-job
 # ceiling `--max-job-host-gpu 6GiB`, both at `--interval 500ms`. Prints how many GiB were pinned
 # when guard stopped the job and how long after the 6 GiB crossing; exits 1 if a run pinned more
-# than 8 GiB. Usage: tests/gpu/guard_pinned.sh BIN [OUTDIR]
+# than 8 GiB, or when a finding printed with the trip is a false over_reported or advises
+# running under guard. Usage: tests/gpu/guard_pinned.sh BIN [OUTDIR]
 set -euo pipefail
 BIN=${1:?usage: $0 GPULEDGER_BINARY [OUTDIR]}
 OUT=${2:-${OUT:-/tmp/gpuledger-guard-pinned}}
@@ -30,6 +31,13 @@ run() {
   fi
   printf '\n'
   grep '^gpuledger guard' "$OUT/$name.err" || true
+  # The findings guard printed with the trip: none may compare readings of different instants
+  # (over_reported against a stale device total) or advise running under guard.
+  grep -E '^  [a-z_]+: ' "$OUT/$name.err" || true
+  if grep -qE '^  over_reported: |under `gpuledger guard`' "$OUT/$name.err"; then
+    echo "FAIL: $name: a false over_reported finding or advice to use guard (see $OUT/$name.err)"
+    failed=1
+  fi
   if [ "$rc" -ne 4 ] || [ "$pinned" -gt "$limit_gib" ]; then
     echo "FAIL: $name: guard did not stop the job by $limit_gib GiB pinned (see $OUT/$name.err)"
     failed=1

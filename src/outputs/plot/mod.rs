@@ -8,6 +8,7 @@
 //! [`sections`].
 
 mod axis;
+mod calls;
 mod chart;
 mod compare;
 mod evidence;
@@ -45,6 +46,7 @@ pub fn sections(runs: &[Run]) -> Vec<Section> {
         overlay::class_section(runs, &pairs, MemClass::Host),
         overlay::host_section(runs),
     ];
+    out.extend(calls::section(runs));
     out.extend(evidence::section(runs));
     out.push(findings::section(runs));
     out

@@ -1,0 +1,105 @@
+//! The traced calls in every view, without a GPU: `record -- CMD` with a tracer library named in
+//! GPULEDGER_TRACER, where the job is a Python script that sends what the tracer would (the wire
+//! format of `tracer/wire`): 2 GiB registered, 1 GiB of device memory, 256 MiB pinned host
+//! memory. `show` cross-checks the counters against the calls (the job holds no GPU memory any
+//! counter sees, so every call is "calls larger", and the registered 2 GiB is named as in no
+//! counter); `diff` against a run that makes no registration names it; `report` quotes the top
+//! calls; `plot` draws a chart per API kind.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// `register` = whether the job registers host memory.
+fn job(register: bool) -> String {
+    format!(
+        r#"
+import os, socket, struct, time
+path = os.environ["GPULEDGER_TRACE_SOCKET"]
+pid = os.getpid()
+def ev(api, op, dev, size, addr, result=0):
+    return struct.pack("<QIIBBBBiQQIi", time.time_ns(), pid, pid, api, op, 0, 0, dev, size, addr, 0, result)
+GIB = 1 << 30
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.sendto(ev(0, 9, -1, 0, 0) + ev(1, 0, 0, GIB, 0x100) + ev(2, 0, -1, GIB // 4, 0x5000), path)
+if {register}:
+    s.sendto(ev(3, 0, -1, 2 * GIB, 0x9000), path)
+time.sleep(0.4)
+"#,
+        register = if register { "True" } else { "False" }
+    )
+}
+
+fn record(dir: &Path, name: &str, register: bool) -> PathBuf {
+    let lib = dir.join("libgpuledger_tracer.so");
+    std::fs::write(&lib, "").unwrap();
+    let ledger = dir.join(name);
+    let out = bin()
+        .args(["record", "--interval", "50ms", "-o"])
+        .arg(&ledger)
+        .args(["--", "python3", "-c", &job(register)])
+        .env("GPULEDGER_TRACER", &lib)
+        .env_remove("CUDA_INJECTION64_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ledger
+}
+
+#[test]
+fn calls_are_cross_checked_compared_quoted_and_drawn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = record(tmp.path(), "a.ledger", true);
+    let b = record(tmp.path(), "b.ledger", false);
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+
+    let show = stdout_of(&["show", a_s], 0);
+    assert!(show.contains("Counters against calls"), "{show}");
+    let host = show
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("host") && l.contains("registered"))
+        .unwrap_or_else(|| panic!("no host check in {show}"));
+    assert!(host.contains("calls larger by 256.0 MiB"), "{host}");
+    assert!(
+        host.contains("2.0 GiB registered (cudaHostRegister)"),
+        "{host}"
+    );
+    let json = json_of(&["show", a_s, "--json"], 0);
+    let checks = json["call_checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(checks.iter().any(|c| c["class"] == "device"
+        && c["agreement"]["agreement"] == "calls_larger"
+        && c["traced_peak"] == 1u64 << 30));
+
+    let diff = stdout_of(&["diff", a_s, b_s], 0);
+    assert!(
+        diff.contains("B makes no registered calls where A makes 1 (2.0 GiB live at peak)"),
+        "{diff}"
+    );
+    assert!(!diff.contains("makes no device calls"), "{diff}");
+
+    let md = tmp.path().join("r.md");
+    stdout_of(&["report", a_s, b_s, "-o", md.to_str().unwrap()], 0);
+    let report = std::fs::read_to_string(&md).unwrap();
+    assert!(report.contains("Top calls (API-level trace)"), "{report}");
+    assert!(
+        report.contains("| cuda registered | host | 1 | 2.0 GiB |"),
+        "{report}"
+    );
+    assert!(report.contains("B makes no cuda registered calls where A makes 1"));
+
+    let html = tmp.path().join("p.html");
+    stdout_of(&["plot", a_s, b_s, "-o", html.to_str().unwrap()], 0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("By call (API-level trace)"));
+    for api in ["cuda device", "cuda host_pinned", "cuda registered"] {
+        assert!(
+            page.contains(&format!("<figcaption>{api}</figcaption>")),
+            "{api}"
+        );
+    }
+}
