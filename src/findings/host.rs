@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn a_quarter_of_host_ram_held_by_the_driver_is_critical() {
         let t = Thresholds::default();
-        let f = driver_held(&machine(8 * GIB, host(20 * GIB, 32 * GIB)), &t).unwrap();
+        let f = driver_held(&machine(8 * GIB, host(20 * GIB, 32 * GIB)), &t, false).unwrap();
         assert_eq!(
             (f.kind, f.severity, f.bytes),
             (Kind::DriverHeldHost, Severity::Critical, 20 * GIB)
@@ -179,15 +179,31 @@ mod tests {
             Some(0.4),
             "8 of the 20 GiB are attributed to processes"
         );
-        let f = driver_held(&machine(8 * GIB, host(8 * GIB, 32 * GIB)), &t).unwrap();
+        assert!(
+            f.message.contains("held by no process gpuledger sees"),
+            "{}",
+            f.message
+        );
+        let f = driver_held(&machine(8 * GIB, host(8 * GIB, 32 * GIB)), &t, false).unwrap();
         assert_eq!(f.severity, Severity::Warning);
+        assert!(
+            f.message.contains("no peer card mirrors it"),
+            "{}",
+            f.message
+        );
+        let f = driver_held(&machine(8 * GIB, host(8 * GIB, 32 * GIB)), &t, true).unwrap();
+        assert!(
+            f.message.contains("see the peer_mirror findings"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
     fn little_driver_held_memory_or_a_residual_without_gpu_clients_is_no_finding() {
         let t = Thresholds::default();
         assert_eq!(
-            driver_held(&machine(GIB, host(512 << 20, 32 * GIB)), &t),
+            driver_held(&machine(GIB, host(512 << 20, 32 * GIB)), &t, false),
             None
         );
         let residual = HostTotals {
@@ -195,7 +211,7 @@ mod tests {
             unaccounted: Some(20 * GIB),
             ..HostTotals::default()
         };
-        assert_eq!(driver_held(&machine(0, residual), &t), None);
+        assert_eq!(driver_held(&machine(0, residual), &t, false), None);
     }
 
     #[test]
