@@ -1,6 +1,10 @@
 //! Where each fact lives in a capture tree (docs/DESIGN.md, "Capture tree"). The paths are the
 //! kernel's own, relative to the root, so a tree reads like the machine it came from; the two
 //! gpuledger files (`gpuledger-capture.json`, `gpuledger-sim/job.json`) say so in their names.
+//!
+//! Readers (`sources/`, `sampler`, `guard`) and writers (`tree_writer`, `capture`, `sim`) name
+//! their files here and nowhere else. The few that act on the machine itself rather than through
+//! a root (`guard`'s cgroup, the live kernel log) take the same paths through [`live`].
 
 /// Who wrote the tree, when, and with what version.
 pub const MANIFEST: &str = "gpuledger-capture.json";
@@ -107,6 +111,11 @@ pub fn dri_by_path(name: &str) -> String {
 /// `sys/class/<class>` (`drm`, `accel`).
 pub fn class_dir(class: &str) -> String {
     format!("sys/class/{class}")
+}
+
+/// `proc/self/fd/<n>`: the link naming what gpuledger's own fd `n` refers to (live only).
+pub fn self_fd(fd: i32) -> String {
+    format!("{PROC}/self/fd/{fd}")
 }
 
 /// `proc/<pid>/fdinfo/<n>`, verbatim.

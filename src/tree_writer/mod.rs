@@ -303,8 +303,10 @@ fn own_directory(base: &Path) -> Result<Option<PathBuf>, FreshTreeError> {
         rustix::fs::Mode::empty(),
     )
     .map_err(|e| io_err(e.into()))?;
-    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
-    std::fs::read_link(fd_path).map(Some).map_err(io_err)
+    let fd_path = crate::layout::self_fd(std::os::fd::AsRawFd::as_raw_fd(&fd));
+    std::fs::read_link(crate::layout::live(&fd_path))
+        .map(Some)
+        .map_err(io_err)
 }
 
 fn nul_joined(items: &[String]) -> Vec<u8> {
