@@ -71,7 +71,7 @@ pub fn capture_tree(
         (layout::MEMINFO, meminfo::read_meminfo(root)),
         (layout::VMSTAT, meminfo::read_vmstat(root)),
         (layout::VERSION, meminfo::read_version(root)),
-        (layout::OS_RELEASE, root.read_string("etc/os-release")),
+        (layout::OS_RELEASE, root.read_string(layout::OS_RELEASE)),
     ] {
         if let Ok(t) = text {
             w.file(rel, t).map_err(werr)?;

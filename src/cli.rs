@@ -177,7 +177,7 @@ pub struct SnapshotArgs {
     pub fail_on: Option<FailOn>,
 
     /// Explain a finding kind (snapshot and timeline findings) and exit.
-    #[arg(long, value_name = "FINDING", value_parser = PossibleValuesParser::new(gpuledger::findings::EXPLAINED))]
+    #[arg(long, value_name = "FINDING", value_parser = PossibleValuesParser::new(gpuledger::findings::Kind::names()))]
     pub explain: Option<String>,
 
     /// List every finding in the table; by default more than four of one kind and severity are

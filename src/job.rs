@@ -19,18 +19,19 @@ pub struct Job {
     handle: signal_hook::iterator::Handle,
 }
 
-/// How a job ended.
+/// How a child process exited: its code or the signal that killed it (what `record` and `guard`
+/// exit with; `timeline::JobEnd` is how a recorded job ended, read back from the recording).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JobEnd {
+pub struct Exit {
     /// Exit code, when it exited.
     pub code: Option<i32>,
     /// Signal, when it was killed by one.
     pub signal: Option<i32>,
 }
 
-impl JobEnd {
-    fn from_status(s: ExitStatus) -> JobEnd {
-        JobEnd {
+impl Exit {
+    fn from_status(s: ExitStatus) -> Exit {
+        Exit {
             code: s.code(),
             signal: s.signal(),
         }
@@ -122,13 +123,13 @@ impl Job {
     }
 
     /// Returns the end of the job if it has ended.
-    pub fn try_wait(&mut self) -> io::Result<Option<JobEnd>> {
-        Ok(self.child.try_wait()?.map(JobEnd::from_status))
+    pub fn try_wait(&mut self) -> io::Result<Option<Exit>> {
+        Ok(self.child.try_wait()?.map(Exit::from_status))
     }
 
     /// Waits for the job to end.
-    pub fn wait(&mut self) -> io::Result<JobEnd> {
-        self.child.wait().map(JobEnd::from_status)
+    pub fn wait(&mut self) -> io::Result<Exit> {
+        self.child.wait().map(Exit::from_status)
     }
 }
 

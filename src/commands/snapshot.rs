@@ -22,7 +22,7 @@ const EXIT_FINDING: u8 = 3;
 const STOP_POLL: Duration = Duration::from_millis(20);
 
 pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
-    // clap's possible values for --explain are `findings::EXPLAINED`, each with a text.
+    // clap's possible values for --explain are `findings::Kind::names()`, each with a text.
     if let Some(text) = args.explain.as_deref().and_then(findings::explain) {
         super::print(text)?;
         return Ok(ExitCode::SUCCESS);

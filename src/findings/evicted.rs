@@ -79,3 +79,60 @@ pub(super) fn find(ledger: &Ledger) -> Vec<Finding> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::fixture::{client, host, ledger, process, GIB};
+    use crate::ledger::MemClass;
+
+    const A: &str = "0000:03:00.0";
+
+    fn evicting(driver: &str, evicted: Option<u64>) -> Ledger {
+        let p = process(10, Some(3), &[(A, MemClass::Device, 8 * GIB)]);
+        let mut c = client(10, A, driver, &[("vram", 8 * GIB)]);
+        c.evicted_vram = evicted;
+        ledger(&[A], vec![p], vec![c], host(0, 32 * GIB))
+    }
+
+    #[test]
+    fn amdgpu_evicted_vram_is_evicted_to_host_on_its_own_device() {
+        let found = find(&evicting("amdgpu", Some(2 * GIB)));
+        assert_eq!(found.len(), 1, "{found:?}");
+        let f = &found[0];
+        assert_eq!(
+            (f.kind, f.pid, f.rank, f.device.as_deref(), f.bytes),
+            (Kind::EvictedToHost, Some(10), Some(3), Some(A), 2 * GIB)
+        );
+    }
+
+    #[test]
+    fn no_eviction_or_another_driver_is_no_finding() {
+        assert_eq!(find(&evicting("amdgpu", None)), Vec::new());
+        assert_eq!(find(&evicting("amdgpu", Some(0))), Vec::new());
+        assert_eq!(find(&evicting("i915", Some(2 * GIB))), Vec::new());
+    }
+
+    fn reported(used: u64) -> Ledger {
+        let mut l = evicting("amdgpu", None);
+        l.devices[0].vram_used = Some(used);
+        l
+    }
+
+    #[test]
+    fn per_process_vram_above_the_device_total_is_over_reported() {
+        let found = over_reported(&reported(2 * GIB));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            (found[0].kind, found[0].device.as_deref(), found[0].bytes),
+            (Kind::OverReported, Some(A), 8 * GIB)
+        );
+        assert_eq!(found[0].ratio, Some(4.0));
+    }
+
+    #[test]
+    fn per_process_vram_within_the_device_total_is_not_over_reported() {
+        assert_eq!(over_reported(&reported(8 * GIB)), Vec::new());
+        assert_eq!(over_reported(&Ledger::default()), Vec::new());
+    }
+}

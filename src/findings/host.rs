@@ -145,3 +145,91 @@ fn top_holders(ledger: &Ledger) -> String {
         (false, true) => format!(" ({}, and {} more)", named.join(", "), holders.len() - 3),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::fixture::{client, host, ledger, process, GIB};
+    use crate::ledger::HostTotals;
+
+    const A: &str = "0000:03:00.0";
+
+    /// One process with `gtt` of host-class memory on A, on a host of `totals`.
+    fn machine(gtt: u64, totals: HostTotals) -> Ledger {
+        let p = process(10, None, &[(A, MemClass::Host, gtt)]);
+        let clients = if gtt > 0 {
+            vec![client(10, A, "amdgpu", &[("gtt", gtt)])]
+        } else {
+            Vec::new()
+        };
+        ledger(&[A], vec![p], clients, totals)
+    }
+
+    #[test]
+    fn a_quarter_of_host_ram_held_by_the_driver_is_critical() {
+        let t = Thresholds::default();
+        let f = driver_held(&machine(8 * GIB, host(20 * GIB, 32 * GIB)), &t, false).unwrap();
+        assert_eq!(
+            (f.kind, f.severity, f.bytes),
+            (Kind::DriverHeldHost, Severity::Critical, 20 * GIB)
+        );
+        assert_eq!(f.source.as_deref(), Some("GPUActive"));
+        assert_eq!(
+            f.ratio,
+            Some(0.4),
+            "8 of the 20 GiB are attributed to processes"
+        );
+        assert!(
+            f.message.contains("held by no process gpuledger sees"),
+            "{}",
+            f.message
+        );
+        let f = driver_held(&machine(8 * GIB, host(8 * GIB, 32 * GIB)), &t, false).unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(
+            f.message.contains("no peer card mirrors it"),
+            "{}",
+            f.message
+        );
+        let f = driver_held(&machine(8 * GIB, host(8 * GIB, 32 * GIB)), &t, true).unwrap();
+        assert!(
+            f.message.contains("see the peer_mirror findings"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn little_driver_held_memory_or_a_residual_without_gpu_clients_is_no_finding() {
+        let t = Thresholds::default();
+        assert_eq!(
+            driver_held(&machine(GIB, host(512 << 20, 32 * GIB)), &t, false),
+            None
+        );
+        let residual = HostTotals {
+            mem_total: Some(64 * GIB),
+            unaccounted: Some(20 * GIB),
+            ..HostTotals::default()
+        };
+        assert_eq!(driver_held(&machine(0, residual), &t, false), None);
+    }
+
+    #[test]
+    fn low_available_memory_while_gpu_clients_hold_host_memory_is_pressure() {
+        let t = Thresholds::default();
+        let f = pressure(&machine(GIB, host(0, 2 * GIB)), &t).unwrap();
+        assert_eq!(
+            (f.kind, f.severity, f.bytes),
+            (Kind::HostPressure, Severity::Critical, 2 * GIB)
+        );
+        let f = pressure(&machine(GIB, host(0, 5 * GIB)), &t).unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+    }
+
+    #[test]
+    fn plenty_available_or_no_gpu_host_memory_is_no_pressure() {
+        let t = Thresholds::default();
+        assert_eq!(pressure(&machine(GIB, host(0, 32 * GIB)), &t), None);
+        assert_eq!(pressure(&machine(0, host(0, 2 * GIB)), &t), None);
+    }
+}

@@ -89,23 +89,6 @@ fn times(n: usize, first: &str, last: &str) -> String {
     }
 }
 
-fn empty(kind: Kind, severity: Severity, message: String) -> Finding {
-    Finding {
-        kind,
-        severity,
-        message,
-        pid: None,
-        rank: None,
-        device: None,
-        peer: None,
-        bytes: 0,
-        ratio: None,
-        backing: None,
-        source: None,
-        issue: None,
-    }
-}
-
 fn alloc(group: &[AllocFailure], ledger: &Ledger, when: &dyn Fn(u64) -> String) -> Finding {
     let a = &group[0];
     let last = group.last().unwrap_or(a);
@@ -125,7 +108,7 @@ fn alloc(group: &[AllocFailure], ledger: &Ledger, when: &dyn Fn(u64) -> String) 
     } else {
         "not a GPU process that this snapshot sees"
     };
-    let mut f = empty(
+    let mut f = Finding::new(
         Kind::KernelPageAllocFailure,
         if gpu_job {
             Severity::Critical
@@ -151,7 +134,7 @@ fn oom(o: &OomKill, at: &str) -> Finding {
     } else {
         "the machine"
     };
-    let mut f = empty(
+    let mut f = Finding::new(
         Kind::KernelOomKill,
         Severity::Critical,
         format!(
@@ -191,7 +174,7 @@ fn gpu_error(group: &[GpuError], when: &dyn Fn(u64) -> String) -> Finding {
         (None, _) => format!("{} error", first.driver),
     };
     let on = first.device.as_deref().unwrap_or("a GPU");
-    let mut f = empty(
+    let mut f = Finding::new(
         Kind::KernelGpuError,
         if fatal {
             Severity::Critical
@@ -305,5 +288,30 @@ mod tests {
             (Severity::Warning, Some(1797828))
         );
         assert!(xid13.message.contains("2 times"));
+    }
+
+    #[test]
+    fn ordinary_kernel_lines_make_no_finding() {
+        let l = log(
+            &[
+                (
+                    6,
+                    1_000_000,
+                    "amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!",
+                ),
+                (
+                    6,
+                    2_000_000,
+                    "[drm] Initialized amdgpu 3.57.0 for 0000:03:00.0 on minor 1",
+                ),
+                (
+                    6,
+                    3_000_000,
+                    "EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode",
+                ),
+            ],
+            None,
+        );
+        assert_eq!(find(&l, &Ledger::default()), Vec::new());
     }
 }

@@ -2,6 +2,8 @@
 //! and say in one sentence what to do.
 
 mod evicted;
+#[cfg(test)]
+mod fixture;
 pub mod group;
 mod host;
 pub mod kernel;
@@ -10,7 +12,7 @@ mod thresholds;
 
 pub use thresholds::{ThresholdError, Thresholds};
 
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, Subject};
 use serde::{Deserialize, Serialize};
 
 /// How bad a finding is.
@@ -59,7 +61,9 @@ impl Backing {
     }
 }
 
-/// The kinds of finding.
+/// The kinds of finding: those of a snapshot (`analyze`, `kernel::find`, the known-issues base)
+/// and those of a recording's timeline (`timeline::analyze`). Their order is the order findings
+/// of one severity are shown in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -81,11 +85,24 @@ pub enum Kind {
     KernelOomKill,
     /// The kernel log shows a GPU driver error, reset or fault (NVIDIA Xid included).
     KernelGpuError,
+    /// Timeline: growth in increments that repeat one size.
+    StepwiseGrowth,
+    /// Timeline: growth that stopped and stayed flat.
+    Plateau,
+    /// Timeline: growth until the end of the recording.
+    Leak,
+    /// Timeline: host memory that came back when the job ended.
+    ReleasedOnExit,
+    /// A kind this build does not know, read from a recording that a newer gpuledger wrote: kept
+    /// (with its message) rather than refusing the whole recording.
+    #[serde(other)]
+    Unknown,
 }
 
 impl Kind {
-    /// All kinds, for `--explain` and docs.
-    pub const ALL: [Kind; 9] = [
+    /// Every kind this build knows (not [`Kind::Unknown`]): the snapshot kinds, then the
+    /// timeline kinds, as `--explain` lists them.
+    pub const ALL: [Kind; 13] = [
         Kind::PeerMirror,
         Kind::DriverHeldHost,
         Kind::HostPressure,
@@ -95,9 +112,13 @@ impl Kind {
         Kind::KernelPageAllocFailure,
         Kind::KernelOomKill,
         Kind::KernelGpuError,
+        Kind::StepwiseGrowth,
+        Kind::Plateau,
+        Kind::Leak,
+        Kind::ReleasedOnExit,
     ];
 
-    /// snake_case name.
+    /// snake_case name (the serde name: how JSON and recordings spell it).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::PeerMirror => "peer_mirror",
@@ -109,10 +130,20 @@ impl Kind {
             Kind::KernelPageAllocFailure => "kernel_page_alloc_failure",
             Kind::KernelOomKill => "kernel_oom_kill",
             Kind::KernelGpuError => "kernel_gpu_error",
+            Kind::StepwiseGrowth => "stepwise_growth",
+            Kind::Plateau => "plateau",
+            Kind::Leak => "leak",
+            Kind::ReleasedOnExit => "released_on_exit",
+            Kind::Unknown => "unknown",
         }
     }
 
-    /// Parses a snake_case name.
+    /// The names `--explain` accepts: every known kind's [`Kind::as_str`].
+    pub fn names() -> [&'static str; 13] {
+        Kind::ALL.map(Kind::as_str)
+    }
+
+    /// Parses the snake_case name of a known kind.
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == name)
     }
@@ -129,39 +160,18 @@ impl Kind {
             Kind::KernelPageAllocFailure => include_str!("explain/kernel_page_alloc_failure.txt"),
             Kind::KernelOomKill => include_str!("explain/kernel_oom_kill.txt"),
             Kind::KernelGpuError => include_str!("explain/kernel_gpu_error.txt"),
+            Kind::StepwiseGrowth => include_str!("explain/stepwise_growth.txt"),
+            Kind::Plateau => include_str!("explain/plateau.txt"),
+            Kind::Leak => include_str!("explain/leak.txt"),
+            Kind::ReleasedOnExit => include_str!("explain/released_on_exit.txt"),
+            Kind::Unknown => include_str!("explain/unknown.txt"),
         }
     }
 }
 
-/// Every finding kind `--explain` knows: the snapshot kinds, then the timeline kinds of `record`.
-pub const EXPLAINED: [&str; 13] = [
-    "peer_mirror",
-    "driver_held_host",
-    "host_pressure",
-    "evicted_to_host",
-    "over_reported",
-    "known_issue",
-    "kernel_page_alloc_failure",
-    "kernel_oom_kill",
-    "kernel_gpu_error",
-    "stepwise_growth",
-    "plateau",
-    "leak",
-    "released_on_exit",
-];
-
 /// What a finding kind (snapshot or timeline, by its snake_case name) means and what to do.
 pub fn explain(name: &str) -> Option<&'static str> {
-    if let Some(kind) = Kind::parse(name) {
-        return Some(kind.explain());
-    }
-    Some(match name {
-        "stepwise_growth" => include_str!("explain/stepwise_growth.txt"),
-        "plateau" => include_str!("explain/plateau.txt"),
-        "leak" => include_str!("explain/leak.txt"),
-        "released_on_exit" => include_str!("explain/released_on_exit.txt"),
-        _ => return None,
-    })
+    Kind::parse(name).map(Kind::explain)
 }
 
 /// One finding.
@@ -194,6 +204,37 @@ pub struct Finding {
     pub issue: Option<String>,
 }
 
+impl Finding {
+    /// A finding of `kind` that names no process, device or evidence yet (set those with struct
+    /// update syntax).
+    pub fn new(kind: Kind, severity: Severity, message: String) -> Finding {
+        Finding {
+            kind,
+            severity,
+            message,
+            pid: None,
+            rank: None,
+            device: None,
+            peer: None,
+            bytes: 0,
+            ratio: None,
+            backing: None,
+            source: None,
+            issue: None,
+        }
+    }
+}
+
+impl Subject for Finding {
+    fn subject_pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    fn subject_devices(&self) -> [Option<&str>; 2] {
+        [self.device.as_deref(), self.peer.as_deref()]
+    }
+}
+
 /// Every finding for a ledger, most severe first.
 pub fn analyze(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     let mut out = peer_mirror::find(ledger, t);
@@ -221,5 +262,55 @@ fn percent(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 * 100.0 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_kind_has_its_own_explanation_and_name() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::parse(k.as_str()), Some(k));
+            assert!(k.explain().starts_with(k.as_str()), "{k:?}");
+            assert_eq!(explain(k.as_str()), Some(k.explain()));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(Kind::names().len(), Kind::ALL.len());
+        assert!(!Kind::names().contains(&"unknown"));
+        assert_eq!(Kind::parse("unknown"), None);
+        assert_eq!(explain("peer-mirror"), None);
+    }
+
+    #[test]
+    fn a_kind_this_build_does_not_know_deserializes_as_unknown() {
+        let k: Kind = serde_json::from_str("\"peer_mirror_v9\"").unwrap();
+        assert_eq!(k, Kind::Unknown);
+        assert!(Kind::Unknown.explain().starts_with("unknown"));
+    }
+
+    #[test]
+    fn findings_rank_most_severe_first_then_by_kind() {
+        let f = |kind, severity| Finding::new(kind, severity, String::new());
+        let mut all = vec![
+            f(Kind::HostPressure, Severity::Warning),
+            f(Kind::EvictedToHost, Severity::Info),
+            f(Kind::PeerMirror, Severity::Warning),
+            f(Kind::DriverHeldHost, Severity::Critical),
+        ];
+        rank(&mut all);
+        let order: Vec<Kind> = all.iter().map(|x| x.kind).collect();
+        assert_eq!(
+            order,
+            [
+                Kind::DriverHeldHost,
+                Kind::PeerMirror,
+                Kind::HostPressure,
+                Kind::EvictedToHost
+            ]
+        );
+        assert_eq!(worst(&all), Some(Severity::Critical));
+        assert_eq!(worst(&[]), None);
     }
 }

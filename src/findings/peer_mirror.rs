@@ -263,3 +263,63 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::fixture::{client, host, ledger, process, GIB};
+    use crate::findings::Severity;
+
+    const A: &str = "0000:03:00.0";
+    const B: &str = "0000:04:00.0";
+
+    /// Rank 0 with `vram` on its home A and `gtt` of host-class memory on peer B; the driver
+    /// holds `held` bytes of host RAM.
+    fn rank0(vram: u64, gtt: u64, held: u64) -> Ledger {
+        let p = process(
+            10,
+            Some(0),
+            &[(A, MemClass::Device, vram), (B, MemClass::Host, gtt)],
+        );
+        let c = client(10, B, "amdgpu", &[("gtt", gtt)]);
+        ledger(&[A, B], vec![p], vec![c], host(held, 32 * GIB))
+    }
+
+    #[test]
+    fn host_memory_on_the_peer_the_size_of_the_home_vram_is_a_mirror() {
+        let found = find(&rank0(16 * GIB, 16 * GIB, 16 * GIB), &Thresholds::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        let f = &found[0];
+        assert_eq!(
+            (
+                f.kind,
+                f.pid,
+                f.rank,
+                f.device.as_deref(),
+                f.peer.as_deref()
+            ),
+            (Kind::PeerMirror, Some(10), Some(0), Some(A), Some(B))
+        );
+        assert_eq!((f.bytes, f.backing), (16 * GIB, Some(Backing::Pinned)));
+        assert_eq!(f.severity, Severity::Critical);
+    }
+
+    #[test]
+    fn a_mirror_the_host_counters_do_not_cover_is_not_pinned() {
+        let found = find(&rank0(16 * GIB, 16 * GIB, 0), &Thresholds::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].backing, Some(Backing::NotPinned));
+        assert_eq!(found[0].severity, Severity::Info);
+    }
+
+    #[test]
+    fn small_host_buffers_and_contexts_are_no_mirror() {
+        let t = Thresholds::default();
+        // 128 MiB of GTT on the peer: below peer.min_bytes.
+        assert_eq!(find(&rank0(16 * GIB, 128 << 20, 0), &t), Vec::new());
+        // Contexts only: 400 MiB on each device is no working set to mirror.
+        assert_eq!(find(&rank0(400 << 20, 400 << 20, 0), &t), Vec::new());
+        // More host memory on the peer than the VRAM it could mirror (beyond peer.max_ratio).
+        assert_eq!(find(&rank0(4 * GIB, 16 * GIB, 0), &t), Vec::new());
+    }
+}

@@ -45,13 +45,14 @@ pub fn parse_stat(pid: u32, text: &str) -> Option<Proc> {
 pub fn read(pid: u32) -> Option<Proc> {
     parse_stat(
         pid,
-        &std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?,
+        &std::fs::read_to_string(crate::layout::live(&crate::layout::proc_file(pid, "stat")))
+            .ok()?,
     )
 }
 
 /// Every process of the live table (those that exit while it is read are left out).
 pub fn scan() -> Vec<Proc> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Ok(dir) = std::fs::read_dir(crate::layout::live(crate::layout::PROC)) else {
         return Vec::new();
     };
     dir.flatten()

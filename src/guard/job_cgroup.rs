@@ -15,6 +15,9 @@
 //! every member. gpuledger never writes `cgroup.kill` while it is itself a member.
 //! ref: Documentation/admin-guide/cgroup-v2.rst ("Organizing Processes", "cgroup.kill").
 
+use crate::layout::{self, CGROUP_EVENTS, CGROUP_FREEZE, CGROUP_KILL, CGROUP_PROCS};
+use crate::sources::cgroup::parse_v2_path;
+use crate::sources::cgroup_procs::parse_procs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -64,8 +67,8 @@ pub struct JobCgroup {
 impl JobCgroup {
     /// Creates `gpuledger-guard-<pid>` below gpuledger's own cgroup.
     pub fn create() -> Result<JobCgroup, ContainError> {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-            .map_err(io_err("read", Path::new("/proc/self/mountinfo")))?;
+        let path = layout::live(layout::SELF_MOUNTINFO);
+        let mountinfo = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
         let (mount_root, mount_point) =
             cgroup2_mount(&mountinfo).ok_or(ContainError::NoHierarchy)?;
         let own = own_path()?;
@@ -90,10 +93,10 @@ impl JobCgroup {
     /// Runs `spawn` with gpuledger inside the job's cgroup, so a process it forks starts there.
     pub fn run_inside<T>(&self, spawn: impl FnOnce() -> T) -> Result<T, ContainError> {
         let me = std::process::id().to_string();
-        let procs = self.dir.join("cgroup.procs");
+        let procs = self.dir.join(CGROUP_PROCS);
         std::fs::write(&procs, &me).map_err(io_err("move gpuledger into", &procs))?;
         let spawned = spawn();
-        let back = self.parent.join("cgroup.procs");
+        let back = self.parent.join(CGROUP_PROCS);
         std::fs::write(&back, &me).map_err(io_err("move gpuledger back to", &back))?;
         Ok(spawned)
     }
@@ -103,12 +106,8 @@ impl JobCgroup {
     pub fn pids(&self) -> Vec<u32> {
         self.tree()
             .iter()
-            .filter_map(|dir| std::fs::read_to_string(dir.join("cgroup.procs")).ok())
-            .flat_map(|t| {
-                t.lines()
-                    .filter_map(|l| l.trim().parse::<u32>().ok())
-                    .collect::<Vec<_>>()
-            })
+            .filter_map(|dir| std::fs::read_to_string(dir.join(CGROUP_PROCS)).ok())
+            .flat_map(|t| parse_procs(&t))
             .collect()
     }
 
@@ -131,7 +130,7 @@ impl JobCgroup {
     /// Whether the cgroup or one below it holds a process (`populated` of `cgroup.events`);
     /// `None` when unreadable.
     pub fn populated(&self) -> Option<bool> {
-        let events = std::fs::read_to_string(self.dir.join("cgroup.events")).ok()?;
+        let events = std::fs::read_to_string(self.dir.join(CGROUP_EVENTS)).ok()?;
         events
             .lines()
             .find_map(|l| l.strip_prefix("populated "))
@@ -154,12 +153,12 @@ impl JobCgroup {
             self.kill_each();
             return false;
         }
-        if std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
+        if std::fs::write(self.dir.join(CGROUP_KILL), "1").is_ok() {
             return true;
         }
-        let _ = std::fs::write(self.dir.join("cgroup.freeze"), "1");
+        let _ = std::fs::write(self.dir.join(CGROUP_FREEZE), "1");
         self.kill_each();
-        let _ = std::fs::write(self.dir.join("cgroup.freeze"), "0");
+        let _ = std::fs::write(self.dir.join(CGROUP_FREEZE), "0");
         false
     }
 
@@ -196,18 +195,15 @@ impl Drop for JobCgroup {
 
 /// The cgroup v2 path of `pid` (the `0::` line of `/proc/PID/cgroup`).
 pub fn cgroup_of(pid: u32) -> Option<String> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .map(String::from)
+    let text = std::fs::read_to_string(layout::live(&layout::proc_file(pid, "cgroup"))).ok()?;
+    parse_v2_path(&text).map(String::from)
 }
 
 /// gpuledger's own cgroup v2 path (the `0::` line of `/proc/self/cgroup`).
 fn own_path() -> Result<String, ContainError> {
-    let text = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(io_err("read", Path::new("/proc/self/cgroup")))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::"))
+    let path = layout::live(layout::SELF_CGROUP);
+    let text = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
+    parse_v2_path(&text)
         .filter(|p| p.starts_with('/') && !p.ends_with(" (deleted)"))
         .map(String::from)
         .ok_or_else(|| ContainError::OwnPath(text.trim().to_string()))

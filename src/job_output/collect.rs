@@ -6,6 +6,12 @@ use super::{
     MAX_ERROR_LINES, MAX_MARKERS, MAX_RATE_POINTS, TAIL_LINES,
 };
 use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+/// The collector, even when a pump panicked while holding it (what it held is still whole lines).
+pub(super) fn lock(sink: &Mutex<Collector>) -> MutexGuard<'_, Collector> {
+    sink.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// What arrived since the last [`Collector::take`].
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -79,7 +79,7 @@ impl MarkerFile {
             push_bounded(&mut self.partial, &rest[..at]);
             if !self.partial.iter().all(u8::is_ascii_whitespace) {
                 let text = self.partial.trim_ascii();
-                super::pump::lock(sink).marker(t_ms, text);
+                super::collect::lock(sink).marker(t_ms, text);
             }
             self.partial.clear();
             rest = &rest[at + 1..];

@@ -1,5 +1,6 @@
 //! Passing a job's output through while collecting its evidence.
 
+use super::collect::lock;
 use super::markers::push_bounded;
 use super::{
     now_ms, Batch, Collector, Counts, MarkerFile, OutputLine, RateSpec, Stream, MARKERS_ENV,
@@ -7,17 +8,12 @@ use super::{
 use std::io::{self, Read, Write};
 use std::process::{ChildStderr, ChildStdout};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How often the marker file is read.
 const MARKER_POLL: Duration = Duration::from_millis(50);
-
-/// The collector, even when a pump panicked while holding it (what it held is still whole lines).
-pub(super) fn lock(sink: &Mutex<Collector>) -> MutexGuard<'_, Collector> {
-    sink.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Copies `reader` to `out` as each read returns, and feeds its lines to `sink`. A write that
 /// fails (the reader of gpuledger's own output went away) stops the copying, not the collecting,

@@ -13,7 +13,7 @@ mod traced;
 mod view;
 
 pub use host::{DriverHeld, HeldCounter, HostTotals};
-pub use view::{Filter, FilterError, SortKey};
+pub use view::{Filter, FilterError, SortKey, Subject};
 
 use crate::snapshot::{ScanStats, Snapshot};
 use crate::sources::drm_devices::DeviceInfo;

@@ -6,8 +6,16 @@
 //! A filter therefore hides verdicts but never changes one.
 
 use super::{Ledger, MemClass, ProcessRow};
-use crate::findings::Finding;
 use std::collections::BTreeSet;
+
+/// What a record shown by a view concerns (a finding: its process, its device and peer device),
+/// so that filtering it needs no knowledge of the findings layer above.
+pub trait Subject {
+    /// The process it concerns, if any.
+    fn subject_pid(&self) -> Option<u32>;
+    /// The devices it concerns (home, then peer), those it names.
+    fn subject_devices(&self) -> [Option<&str>; 2];
+}
 
 /// A `--device` or `--pid` that matches nothing on the machine.
 #[derive(Debug, thiserror::Error)]
@@ -101,12 +109,17 @@ impl Filter {
 
     /// The findings that concern a shown pid or device (a peer mirror shows when its home or its
     /// peer device is shown). They were computed on the whole ledger and are not changed.
-    pub fn findings(&self, findings: &[Finding]) -> Vec<Finding> {
+    pub fn findings<T: Subject + Clone>(&self, findings: &[T]) -> Vec<T> {
         findings
             .iter()
-            .filter(|f| self.shows_subject(f.pid, &[f.device.as_deref(), f.peer.as_deref()]))
+            .filter(|f| self.shows(*f))
             .cloned()
             .collect()
+    }
+
+    /// Whether a record about a process and devices (a finding) is shown ([`Filter::shows_subject`]).
+    pub fn shows<T: Subject + ?Sized>(&self, x: &T) -> bool {
+        self.shows_subject(x.subject_pid(), &x.subject_devices())
     }
 
     /// The ledger restricted to the shown pids and devices. Host totals stay machine-wide (they

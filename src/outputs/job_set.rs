@@ -96,10 +96,10 @@ pub fn render_text(set: &JobSet) -> String {
         let _ = writeln!(
             out,
             "  {:<8}  [{}] {}: {}",
-            f.finding.severity.as_str().to_uppercase(),
+            f.finding.peak.severity.as_str().to_uppercase(),
             display_safe(&f.node),
-            f.finding.kind.as_str(),
-            display_safe(&f.finding.message)
+            f.finding.peak.kind.as_str(),
+            display_safe(&f.finding.peak.message)
         );
     }
     out

@@ -207,10 +207,10 @@ pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
         let _ = writeln!(
             out,
             "  {}  {} at {:.1} s: {}",
-            severity_label(paint, f.severity),
-            f.kind.as_str(),
+            severity_label(paint, f.finding.severity),
+            f.finding.kind.as_str(),
             f.t_s,
-            display_safe(&f.message)
+            display_safe(&f.finding.message)
         );
     }
     out

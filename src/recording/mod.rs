@@ -39,7 +39,8 @@
 //! (peer_mirror), else the stored one. Version 1 is version 2's layout, except that files written
 //! before `labels` and `kernel_log` existed lack them (they still said version 1); readers check
 //! for each optional part instead of failing. Kinds, severities and backings are read back as
-//! enums; a value this build does not know is an error naming it, never a default.
+//! enums; a finding kind this build does not know reads as [`crate::findings::Kind::Unknown`]
+//! (the finding is kept), any other value it does not know is an error naming it, never a default.
 //! Any change to the layout bumps the version; a version above [`SCHEMA_VERSION`] is refused with
 //! a message to upgrade.
 //!
@@ -65,6 +66,7 @@ mod read_open;
 mod read_output;
 mod read_rows;
 mod read_series;
+mod recorded;
 pub mod run;
 pub mod session;
 pub mod trace;
@@ -74,11 +76,12 @@ mod write;
 mod write_output;
 
 pub use names::{name_of, UnknownValue};
-pub use read::{open, RecordedFinding, RecordedProcess, Recording};
+pub use read::{open, Recording};
 pub use read_columns::PlotColumns;
 pub use read_host::{HostColumn, HostSummary};
 pub use read_output::{JobEvidence, RateSeries};
 pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
+pub use recorded::{RecordedFinding, RecordedProcess};
 pub use trace_read::{calls, CallRow, CallTable};
 pub use trace_write::Resolver;
 pub use write::{Recorder, RecordingMeta};

@@ -37,9 +37,10 @@ pub(super) fn parse<T: DeserializeOwned>(
     })
 }
 
-/// A finding kind.
-pub(super) fn kind(value: &str) -> Result<Kind, UnknownValue> {
-    parse("finding kind", value)
+/// A finding kind; one this build does not know (a newer gpuledger wrote it) is
+/// [`Kind::Unknown`], so the finding is still shown.
+pub(super) fn kind(value: &str) -> Kind {
+    Kind::parse(value).unwrap_or(Kind::Unknown)
 }
 
 /// A severity.
@@ -76,12 +77,14 @@ mod tests {
         }
         assert_eq!(name_of(Backing::NotPinned), "not_pinned");
         for k in Kind::ALL {
-            assert_eq!(kind(k.as_str()).unwrap(), k);
+            assert_eq!(kind(k.as_str()), k);
+            assert_eq!(name_of(k), k.as_str());
         }
         assert_eq!(severity("warning").unwrap(), Severity::Warning);
         let e = backing("half_pinned").unwrap_err();
         assert!(e.to_string().contains("backing \"half_pinned\""), "{e}");
-        assert!(kind("peer-mirror").is_err());
+        assert_eq!(kind("peer-mirror"), Kind::Unknown);
+        assert_eq!(kind("unknown"), Kind::Unknown);
         assert!(severity("Critical").is_err());
         assert!(counter("GPUReclaim").is_err());
     }

@@ -5,88 +5,13 @@ use super::read_check::{check, MAX_GROUP_SERIES};
 use super::read_host::{fold_host, HostSummary};
 use super::read_rows::{self, Layout};
 use super::read_series::{fold_group, ClassSeries, Columns, Life};
+use super::recorded::{RecordedFinding, RecordedProcess};
 use super::{RecordingError, UnknownValue, OLDEST_READABLE, SCHEMA_VERSION};
-use crate::findings::{Backing, Kind, Severity};
 use crate::ledger::MemClass;
 use crate::sources::drm_devices::DeviceInfo;
 use rusqlite::Connection;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-
-/// A recorded process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordedProcess {
-    /// Pid.
-    pub pid: u32,
-    /// comm.
-    pub comm: String,
-    /// cmdline.
-    pub cmdline: String,
-    /// Rank.
-    pub rank: Option<u32>,
-    /// Local rank.
-    pub local_rank: Option<u32>,
-    /// Allow-listed environment.
-    pub env: BTreeMap<String, String>,
-    /// Index (0-based) of the first and last samples it was seen in.
-    pub first: usize,
-    /// Job labels as JSON (`cgroup`, `pod`, `container`, `job`).
-    pub labels: serde_json::Value,
-    /// See `first`.
-    pub last: usize,
-}
-
-/// A finding as kept over a recording.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct RecordedFinding {
-    /// Kind.
-    pub kind: Kind,
-    /// Severity at the peak: what a snapshot of the peak moment says (for peer_mirror, the one
-    /// its backing implies).
-    pub severity: Severity,
-    /// Worst severity over the whole recording (shown only as "worst over time").
-    pub worst_severity: Severity,
-    /// Pid.
-    pub pid: Option<u32>,
-    /// Rank.
-    pub rank: Option<u32>,
-    /// Device.
-    pub device: Option<String>,
-    /// Peer.
-    pub peer: Option<String>,
-    /// Peak bytes.
-    pub bytes_peak: u64,
-    /// Backing at the peak.
-    pub backing: Option<Backing>,
-    /// Message at the peak.
-    pub message: String,
-    /// known_issue: the entry id.
-    pub issue: Option<String>,
-    /// First and last sample index.
-    pub first: usize,
-    /// See `first`.
-    pub last: usize,
-}
-
-impl RecordedFinding {
-    /// The finding as a snapshot of its peak moment would have shown it.
-    pub fn at_peak(&self) -> crate::findings::Finding {
-        crate::findings::Finding {
-            kind: self.kind,
-            severity: self.severity,
-            message: self.message.clone(),
-            pid: self.pid,
-            rank: self.rank,
-            device: self.device.clone(),
-            peer: self.peer.clone(),
-            bytes: self.bytes_peak,
-            ratio: None,
-            backing: self.backing,
-            source: None,
-            issue: self.issue.clone(),
-        }
-    }
-}
 
 /// A recording, read back with bounded memory.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -1,9 +1,9 @@
 //! Reading the small tables of a recording: processes, devices, findings, kernel lines.
 
 use super::names;
-use super::read::{RecordedFinding, RecordedProcess};
 use super::read_series::Columns;
-use crate::findings::{Backing, Kind, Severity};
+use super::recorded::{RecordedFinding, RecordedProcess};
+use crate::findings::{Backing, Finding, Kind, Severity};
 use crate::sources::drm_devices::DeviceInfo;
 use rusqlite::Connection;
 use std::collections::BTreeMap;
@@ -83,7 +83,7 @@ pub(super) fn findings(
         let pid: i64 = r.get(2)?;
         let device: String = r.get(4)?;
         let peer: String = r.get(5)?;
-        let kind = names::kind(&r.get::<_, String>(0)?).map_err(|e| names::conversion(0, e))?;
+        let kind = names::kind(&r.get::<_, String>(0)?);
         let stored =
             names::severity(&r.get::<_, String>(1)?).map_err(|e| names::conversion(1, e))?;
         let backing = r
@@ -102,18 +102,23 @@ pub(super) fn findings(
             Kind::KnownIssue => (String::new(), (!peer.is_empty()).then_some(peer)),
             _ => (peer, None),
         };
-        Ok(RecordedFinding {
+        let peak = Finding {
             kind,
             severity,
-            worst_severity,
+            message: r.get(8)?,
             pid: u32::try_from(pid).ok(),
             rank: r.get(3)?,
             device: (!device.is_empty()).then_some(device),
             peer: (!peer.is_empty()).then_some(peer),
-            bytes_peak: r.get::<_, i64>(6)?.max(0) as u64,
+            bytes: r.get::<_, i64>(6)?.max(0) as u64,
+            ratio: None,
             backing,
-            message: r.get(8)?,
+            source: None,
             issue,
+        };
+        Ok(RecordedFinding {
+            peak,
+            worst_severity,
             first: cols.index(r.get(9)?),
             last: cols.index(r.get(10)?),
         })

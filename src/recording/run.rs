@@ -7,7 +7,7 @@ use super::trace::{Listener, TraceOff, TracePlan};
 use super::Resolver;
 use super::{Recorder, RecordingError, RecordingMeta};
 use crate::findings::{Finding, Thresholds};
-use crate::job::{Job, JobEnd};
+use crate::job::{Exit, Job};
 use crate::job_output::Capture;
 use crate::job_output::RateSpec;
 use crate::ledger::{Ledger, MemClass};
@@ -81,7 +81,7 @@ impl Progress {
 #[derive(Debug)]
 pub struct RunEnd {
     /// The command's end (None in attach modes or when stopped).
-    pub job: Option<JobEnd>,
+    pub job: Option<Exit>,
     /// Set when writing failed mid-run; the file is intact up to the last sample.
     pub write_error: Option<RecordingError>,
 }
@@ -347,7 +347,7 @@ fn start_captured(
 
 /// The end of the job in a simulated tree (`gpuledger-sim/job.json`), when it has ended; its way
 /// of dying goes into the recording's note.
-fn simulated_end(root: &Root, recorder: &mut Recorder) -> Option<JobEnd> {
+fn simulated_end(root: &Root, recorder: &mut Recorder) -> Option<Exit> {
     let end = crate::sources::sim_job::read_job_end(root).ok().flatten()?;
     if end.outcome == crate::sources::sim_job::JobOutcome::HostMemoryExhausted {
         // The first error line is the cause; the launcher's own complaints follow it.
@@ -363,7 +363,7 @@ fn simulated_end(root: &Root, recorder: &mut Recorder) -> Option<JobEnd> {
         // A note that cannot be written is not worth failing the run for.
         let _ = recorder.set_meta("note", &note);
     }
-    Some(JobEnd {
+    Some(Exit {
         code: end.exit_code,
         signal: end.signal,
     })

@@ -74,11 +74,11 @@ fn driver_held_and_severity_come_back_as_the_ledger_said_them() {
     let f = &r.findings[0];
     assert_eq!(
         (
-            f.kind,
-            f.severity,
+            f.peak.kind,
+            f.peak.severity,
             f.worst_severity,
-            f.backing,
-            f.bytes_peak
+            f.peak.backing,
+            f.peak.bytes
         ),
         (
             Kind::PeerMirror,
@@ -88,7 +88,7 @@ fn driver_held_and_severity_come_back_as_the_ledger_said_them() {
             18 << 30
         )
     );
-    assert_eq!(f.message, format!("{} NotPinned", 18u64 << 30));
+    assert_eq!(f.peak.message, format!("{} NotPinned", 18u64 << 30));
 }
 
 #[test]
@@ -138,4 +138,29 @@ fn job_evidence_round_trips_and_a_stuffed_file_reads_bounded() {
         Some(5000),
         "the last lines, in order"
     );
+}
+
+#[test]
+fn a_finding_kind_from_a_newer_build_reads_as_unknown_with_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ledger");
+    let mut rec = Recorder::create(&path, &RecordingMeta::default()).unwrap();
+    rec.add(
+        &ledger(1_000, 1 << 30, 0),
+        &[mirror(4 << 30, Backing::NotPinned, Severity::Info)],
+    )
+    .unwrap();
+    rec.finish(1_000, Some(0), None).unwrap();
+    drop(rec);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE findings SET kind = 'peer_mirror_v9'", [])
+        .unwrap();
+    drop(conn);
+    let r = open(&path).unwrap();
+    let f = &r.findings[0].peak;
+    assert_eq!(
+        (f.kind, f.severity, f.bytes, f.pid),
+        (Kind::Unknown, Severity::Info, 4 << 30, Some(7))
+    );
+    assert_eq!(f.kind.as_str(), "unknown");
 }

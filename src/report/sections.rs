@@ -289,10 +289,10 @@ fn recording(name: &str, rec: &Recording, s: &RunSummary) -> String {
         let _ = writeln!(
             t,
             "- **{}** `{}` at {:.1} s: {}",
-            f.severity.as_str(),
-            f.kind.as_str(),
+            f.finding.severity.as_str(),
+            f.finding.kind.as_str(),
             f.t_s,
-            text(&f.message)
+            text(&f.finding.message)
         );
     }
     t.push('\n');

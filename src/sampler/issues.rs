@@ -103,9 +103,9 @@ pub(super) fn handle(
 fn process_gone(root: &Root, rel: &str) -> bool {
     let mut parts = rel.splitn(3, '/');
     match (parts.next(), parts.next()) {
-        (Some("proc"), Some(pid)) if pid.bytes().all(|b| b.is_ascii_digit()) => {
-            root.size_of(format!("proc/{pid}")).is_err()
-        }
+        (Some("proc"), Some(pid)) if pid.bytes().all(|b| b.is_ascii_digit()) => !pid
+            .parse()
+            .is_ok_and(|pid| root.size_of(crate::layout::proc_dir(pid)).is_ok()),
         _ => false,
     }
 }

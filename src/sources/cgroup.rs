@@ -8,6 +8,7 @@
 //! cri-containerd-<id>.scope` and cgroupfs `kubepods/…/pod<uid>/<id>`, slurmstepd's
 //! `<slice>/slurmstepd.scope/job_<id>/step_…`).
 
+use crate::layout;
 use crate::root::Root;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,8 +33,17 @@ pub struct JobLabels {
     pub job_source: Option<LabelSource>,
 }
 
+/// The cgroup v2 path of a `/proc/PID/cgroup` text: its `0::` line.
+/// ref: Documentation/admin-guide/cgroup-v2.rst ("Processes": `/proc/$PID/cgroup`).
+pub fn parse_v2_path(text: &str) -> Option<&str> {
+    text.lines().find_map(|l| l.strip_prefix("0::"))
+}
+
 /// The process's cgroup path: the v2 `0::` line, else the v1 memory controller's.
 pub fn parse_proc_cgroup(text: &str) -> Option<String> {
+    if let Some(v2) = parse_v2_path(text) {
+        return Some(v2.to_string());
+    }
     let mut v1 = None;
     for line in text.lines() {
         let mut f = line.splitn(3, ':');
@@ -50,7 +60,7 @@ pub fn parse_proc_cgroup(text: &str) -> Option<String> {
 
 /// Reads `/proc/PID/cgroup`.
 pub fn read_proc_cgroup(root: &Root, pid: u32) -> Option<String> {
-    parse_proc_cgroup(&root.read_string(format!("proc/{pid}/cgroup")).ok()?)
+    parse_proc_cgroup(&root.read_string(layout::proc_file(pid, "cgroup")).ok()?)
 }
 
 /// Where a job label was read.
@@ -181,7 +191,7 @@ pub fn parse_dmem(text: &str) -> BTreeMap<String, u64> {
 
 /// Reads the memory and dmem files of `path` under `/sys/fs/cgroup`.
 pub fn read_cgroup(root: &Root, path: &str) -> CgroupInfo {
-    let dir = format!("sys/fs/cgroup{}", if path == "/" { "" } else { path });
+    let dir = layout::cgroup_dir(path);
     let dmem = |f: &str| {
         root.read_string(format!("{dir}/{f}"))
             .map(|t| parse_dmem(&t))
@@ -198,7 +208,7 @@ pub fn read_cgroup(root: &Root, path: &str) -> CgroupInfo {
 
 /// The root cgroup's `dmem.capacity`.
 pub fn read_dmem_capacity(root: &Root) -> BTreeMap<String, u64> {
-    root.read_string("sys/fs/cgroup/dmem.capacity")
+    root.read_string(layout::DMEM_CAPACITY)
         .map(|t| parse_dmem(&t))
         .unwrap_or_default()
 }

@@ -8,6 +8,7 @@
 //! user/task_<i>}`; cgroup v1: `<controller>/slurm/uid_<uid>/job_<id>/step_<n>`. slurmstepd names
 //! itself `slurmstepd: [<job>.<step>]` (slurm `src/slurmd/slurmstepd/slurmstepd.c`).
 
+use crate::layout::{self, CGROUP_MOUNT, CGROUP_PROCS};
 use crate::root::Root;
 use crate::sources::proc_pid;
 use std::collections::{BTreeSet, VecDeque};
@@ -15,9 +16,7 @@ use std::io;
 use std::path::Path;
 use thiserror::Error;
 
-/// The cgroup file system's mount point, below the root.
-const CGROUP_FS: &str = "sys/fs/cgroup";
-/// Levels below [`CGROUP_FS`] that the search for a Slurm job looks at (v2 job directories are 3
+/// Levels below [`CGROUP_MOUNT`] that the search for a Slurm job looks at (v2 job directories are 3
 /// or 4 deep: `[unified/]system.slice/slurmstepd.scope/job_<id>`; v1 ones 4).
 const SEARCH_DEPTH: usize = 5;
 /// Directories the search visits at most (a node with many pods has thousands of cgroups).
@@ -109,17 +108,21 @@ impl Follow {
 /// `/sys/fs/cgroup/unified`).
 pub fn resolve_cgroup(root: &Root, path: &str) -> Result<String, FollowError> {
     let trimmed = path.trim_matches('/');
-    let candidates: Vec<String> = if trimmed == CGROUP_FS || trimmed.starts_with("sys/fs/cgroup/") {
-        vec![trimmed.to_string()]
-    } else {
-        [CGROUP_FS, "sys/fs/cgroup/unified"]
-            .iter()
-            .map(|m| format!("{m}/{trimmed}").trim_end_matches('/').to_string())
-            .collect()
-    };
+    let candidates: Vec<String> =
+        if trimmed == CGROUP_MOUNT || trimmed.starts_with(&format!("{CGROUP_MOUNT}/")) {
+            vec![trimmed.to_string()]
+        } else {
+            [CGROUP_MOUNT, layout::CGROUP_UNIFIED]
+                .iter()
+                .map(|m| format!("{m}/{trimmed}").trim_end_matches('/').to_string())
+                .collect()
+        };
     candidates
         .iter()
-        .find(|c| root.read_string(format!("{c}/cgroup.procs")).is_ok())
+        .find(|c| {
+            root.read_string(layout::cgroup_file(c, CGROUP_PROCS))
+                .is_ok()
+        })
         .cloned()
         .ok_or_else(|| FollowError::NoCgroup {
             path: path.to_string(),
@@ -134,14 +137,14 @@ pub fn resolve_cgroup(root: &Root, path: &str) -> Result<String, FollowError> {
 /// Every pid in `dir`'s `cgroup.procs` and in those of the cgroups below it. An error only when
 /// `dir` itself cannot be read (removed); a child removed during the walk is skipped.
 pub fn subtree_procs(root: &Root, dir: &str) -> io::Result<BTreeSet<u32>> {
-    let mut pids = parse_procs(&root.read_string(format!("{dir}/cgroup.procs"))?);
+    let mut pids = parse_procs(&root.read_string(layout::cgroup_file(dir, CGROUP_PROCS))?);
     let mut pending: VecDeque<(String, usize)> = VecDeque::from([(dir.to_string(), 0)]);
     while let Some((d, depth)) = pending.pop_front() {
         if depth >= WALK_DEPTH {
             continue;
         }
         for child in child_dirs(root, &d) {
-            if let Ok(text) = root.read_string(format!("{child}/cgroup.procs")) {
+            if let Ok(text) = root.read_string(layout::cgroup_file(&child, CGROUP_PROCS)) {
                 pids.extend(parse_procs(&text));
                 pending.push_back((child, depth + 1));
             }
@@ -179,7 +182,7 @@ pub fn find_slurm_job(root: &Root, job: &str) -> Result<Follow, FollowError> {
     let name = format!("job_{job}");
     let mut found: Vec<String> = Vec::new();
     let mut dirs = 0;
-    let mut pending: VecDeque<(String, usize)> = VecDeque::from([(CGROUP_FS.to_string(), 0)]);
+    let mut pending: VecDeque<(String, usize)> = VecDeque::from([(CGROUP_MOUNT.to_string(), 0)]);
     while let Some((d, depth)) = pending.pop_front() {
         dirs += 1;
         if dirs > SEARCH_DIRS {

@@ -28,6 +28,7 @@
 
 use super::pci_names::device_name;
 use super::proc_pid::is_minor_name;
+use crate::layout;
 use crate::root::Root;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -198,7 +199,7 @@ impl RegionMemory {
 pub fn scan_devices(root: &Root) -> Vec<DeviceInfo> {
     let mut by_id: BTreeMap<String, DeviceInfo> = BTreeMap::new();
     for class in ["drm", "accel"] {
-        let class_dir = format!("sys/class/{class}");
+        let class_dir = layout::class_dir(class);
         let Ok(names) = root.list_dir(&class_dir) else {
             continue;
         };

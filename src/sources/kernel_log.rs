@@ -101,7 +101,7 @@ impl WholeLog {
         stats.issues.insert(
             0,
             ScanIssue {
-                path: "/dev/kmsg".into(),
+                path: layout::LIVE_KMSG.into(),
                 reason: IssueReason::Unreadable,
                 detail: format!(
                     "kernel log not read ({why}): no findings for page-allocation failures, OOM \
@@ -150,7 +150,10 @@ fn read_live() -> (Vec<KmsgRecord>, Option<LogOrigin>, Option<String>) {
         Err(j) => (
             Vec::new(),
             None,
-            Some(format!("/dev/kmsg: {kmsg_error}; journalctl -k: {j}")),
+            Some(format!(
+                "{}: {kmsg_error}; journalctl -k: {j}",
+                layout::LIVE_KMSG
+            )),
         ),
     }
 }

@@ -4,19 +4,19 @@
 //! bytes) and kfd_topology.c (`topology/nodes/<n>/gpu_id`, `properties` with `domain` and
 //! `location_id` = bus << 8 | device << 3 | function). AMD's SMI library reads the same files.
 
+use crate::layout;
 use crate::root::Root;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `gpu_id` → PCI slot (`0000:c1:00.0`) from the KFD topology.
 pub fn topology(root: &Root) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let base = "sys/class/kfd/kfd/topology/nodes";
-    let Ok(nodes) = root.list_dir(base) else {
+    let Ok(nodes) = root.list_dir(layout::KFD_NODES) else {
         return out;
     };
     for n in nodes {
         let n = n.to_string_lossy();
-        let Ok(id) = root.read_string(format!("{base}/{n}/gpu_id")) else {
+        let Ok(id) = root.read_string(format!("{}/gpu_id", layout::kfd_node(&n))) else {
             continue;
         };
         let id = id.trim().to_string();
@@ -24,7 +24,7 @@ pub fn topology(root: &Root) -> BTreeMap<String, String> {
             continue; // CPU node
         }
         let props = root
-            .read_string(format!("{base}/{n}/properties"))
+            .read_string(format!("{}/properties", layout::kfd_node(&n)))
             .unwrap_or_default();
         let get = |k: &str| {
             props
@@ -51,17 +51,20 @@ pub fn topology(root: &Root) -> BTreeMap<String, String> {
 /// `cpu_cores_count` in a node's `properties` for the CPU cores of that node, and an APU's single
 /// node has both `simd_count` and `cpu_cores_count`; a discrete GPU's node has no CPU cores.
 pub fn apu_slots(root: &Root) -> BTreeSet<String> {
-    let base = "sys/class/kfd/kfd/topology/nodes";
     let topo = topology(root);
-    let Ok(nodes) = root.list_dir(base) else {
+    let Ok(nodes) = root.list_dir(layout::KFD_NODES) else {
         return BTreeSet::new();
     };
     nodes
         .iter()
         .filter_map(|n| {
             let n = n.to_string_lossy();
-            let id = root.read_string(format!("{base}/{n}/gpu_id")).ok()?;
-            let props = root.read_string(format!("{base}/{n}/properties")).ok()?;
+            let id = root
+                .read_string(format!("{}/gpu_id", layout::kfd_node(&n)))
+                .ok()?;
+            let props = root
+                .read_string(format!("{}/properties", layout::kfd_node(&n)))
+                .ok()?;
             let cores = props.lines().find_map(|l| {
                 l.strip_prefix("cpu_cores_count ")?
                     .trim()
@@ -75,7 +78,7 @@ pub fn apu_slots(root: &Root) -> BTreeSet<String> {
 
 /// The process's VRAM per PCI slot (only non-zero amounts).
 pub fn process_vram(root: &Root, pid: u32, topo: &BTreeMap<String, String>) -> Vec<(String, u64)> {
-    let dir = format!("sys/class/kfd/kfd/proc/{pid}");
+    let dir = layout::kfd_proc_dir(pid);
     let Ok(names) = root.list_dir(&dir) else {
         return Vec::new();
     };

@@ -200,7 +200,7 @@ impl Kmsg {
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open("/dev/kmsg")
+            .open(layout::LIVE_KMSG)
             .ok()?;
         file.seek(SeekFrom::End(0)).ok()?;
         Some(Kmsg { file })
@@ -211,7 +211,7 @@ impl Kmsg {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open("/dev/kmsg")?;
+            .open(layout::LIVE_KMSG)?;
         Ok(Kmsg { file })
     }
 

@@ -4,23 +4,24 @@
 //! mm/vmstat.c `nr_gpu_active`/`nr_gpu_reclaim`). meminfo values are `kB` (KiB) except the
 //! `HugePages_*` counts, which have no unit.
 
+use crate::layout;
 use crate::root::Root;
 use std::collections::BTreeMap;
 use std::io;
 
 /// The raw text of `/proc/meminfo`.
 pub fn read_meminfo(root: &Root) -> io::Result<String> {
-    root.read_string("proc/meminfo")
+    root.read_string(layout::MEMINFO)
 }
 
 /// The raw text of `/proc/vmstat`.
 pub fn read_vmstat(root: &Root) -> io::Result<String> {
-    root.read_string("proc/vmstat")
+    root.read_string(layout::VMSTAT)
 }
 
 /// The raw text of `/proc/version`.
 pub fn read_version(root: &Root) -> io::Result<String> {
-    root.read_string("proc/version")
+    root.read_string(layout::VERSION)
 }
 
 /// Parsed `key: value` counters; meminfo values converted to bytes where they carry `kB`.

@@ -6,6 +6,7 @@
 //! machine any character device with major 226 (DRM) or 261 (accel) counts too, whatever its path
 //! (device nodes bind-mounted into containers).
 
+use crate::layout;
 use crate::root::{DirHandle, Root};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -68,12 +69,12 @@ pub fn list_pids(root: &Root) -> io::Result<Vec<u32>> {
 
 /// Opens `/proc/PID/fd`.
 pub fn open_fd_dir(root: &Root, pid: u32) -> io::Result<DirHandle> {
-    root.open_dir(format!("proc/{pid}/fd"))
+    root.open_dir(layout::fd_dir(pid))
 }
 
 /// The number of open fds from `st_size` of `/proc/PID/fd` (Linux ≥ 6.2; 0 on older kernels).
 pub fn fd_count(root: &Root, pid: u32) -> io::Result<u64> {
-    root.size_of(format!("proc/{pid}/fd"))
+    root.size_of(layout::fd_dir(pid))
 }
 
 /// Reads every link of an fd table and keeps the GPU ones.
@@ -101,7 +102,7 @@ pub fn read_fd_table(root: &Root, dir: &DirHandle) -> io::Result<FdTable> {
                 .char_device(&name)
                 .filter(|(major, _)| [DRM_MAJOR, ACCEL_MAJOR].contains(major))
                 .map(|(major, minor)| {
-                    let sys = root.read_link(format!("sys/dev/char/{major}:{minor}")).ok();
+                    let sys = root.read_link(layout::char_device(major, minor)).ok();
                     let name =
                         sys.and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
                     (GpuFdKind::Drm, name)
@@ -123,13 +124,13 @@ pub fn read_fd_table(root: &Root, dir: &DirHandle) -> io::Result<FdTable> {
 
 /// Classifies an fd link by its text.
 pub fn classify_link(text: &str) -> Option<GpuFdKind> {
-    if text.starts_with("/dev/dri/") || text.starts_with("/dev/accel/") {
+    if text.starts_with(layout::DRI_NODE_PREFIX) || text.starts_with(layout::ACCEL_NODE_PREFIX) {
         return Some(GpuFdKind::Drm);
     }
-    if text == "/dev/kfd" {
+    if text == layout::KFD_NODE {
         return Some(GpuFdKind::Kfd);
     }
-    if text.starts_with("/dev/nvidia") {
+    if text.starts_with(layout::NVIDIA_NODE_PREFIX) {
         return Some(GpuFdKind::Nvidia);
     }
     None
@@ -156,7 +157,7 @@ pub fn is_minor_name(name: &str) -> bool {
 fn may_be_moved_node(text: &str) -> bool {
     const COMMON: [&str; 8] = [
         "/dev/null",
-        "/dev/zero",
+        layout::DEV_ZERO,
         "/dev/urandom",
         "/dev/random",
         "/dev/ptmx",
@@ -175,7 +176,7 @@ fn may_be_moved_node(text: &str) -> bool {
 /// from `/proc/PID/smaps`.
 pub fn read_dev_zero_rss(root: &Root, pid: u32) -> io::Result<u64> {
     // smaps of a CUDA process runs to several MiB (one entry per mapping).
-    let raw = root.read_capped(format!("proc/{pid}/smaps"), 64 << 20)?;
+    let raw = root.read_capped(layout::proc_file(pid, "smaps"), 64 << 20)?;
     Ok(dev_zero_rss(&String::from_utf8_lossy(&raw)))
 }
 
@@ -190,7 +191,7 @@ pub fn dev_zero_rss(smaps: &str) -> u64 {
             in_zero = line
                 .split_whitespace()
                 .nth(5)
-                .is_some_and(|p| p == "/dev/zero");
+                .is_some_and(|p| p == layout::DEV_ZERO);
         } else if in_zero && first == "Rss:" {
             let kb: u64 = line
                 .split_whitespace()
@@ -205,20 +206,20 @@ pub fn dev_zero_rss(smaps: &str) -> u64 {
 
 /// `/proc/PID/fdinfo/N`, whole.
 pub fn read_fdinfo(root: &Root, pid: u32, fd: u32) -> io::Result<String> {
-    root.read_string(format!("proc/{pid}/fdinfo/{fd}"))
+    root.read_string(layout::fdinfo(pid, fd))
 }
 
 /// `/proc/PID/comm` without the newline.
 pub fn read_comm(root: &Root, pid: u32) -> io::Result<String> {
     Ok(root
-        .read_string(format!("proc/{pid}/comm"))?
+        .read_string(layout::proc_file(pid, "comm"))?
         .trim_end_matches('\n')
         .to_string())
 }
 
 /// `/proc/PID/cmdline` split at NULs (invalid UTF-8 replaced).
 pub fn read_cmdline(root: &Root, pid: u32) -> io::Result<Vec<String>> {
-    let raw = root.read(format!("proc/{pid}/cmdline"))?;
+    let raw = root.read(layout::proc_file(pid, "cmdline"))?;
     Ok(split_nul(&raw))
 }
 
@@ -261,13 +262,13 @@ pub fn parse_status(text: &str) -> Status {
 /// Reads and parses `/proc/PID/status`.
 pub fn read_status(root: &Root, pid: u32) -> io::Result<Status> {
     Ok(parse_status(
-        &root.read_string(format!("proc/{pid}/status"))?,
+        &root.read_string(layout::proc_file(pid, "status"))?,
     ))
 }
 
 /// The parent pid from `/proc/PID/stat` (field 4, after the parenthesised comm).
 pub fn read_ppid(root: &Root, pid: u32) -> io::Result<Option<u32>> {
-    let text = root.read_string(format!("proc/{pid}/stat"))?;
+    let text = root.read_string(layout::proc_file(pid, "stat"))?;
     Ok(parse_stat_ppid(&text))
 }
 
@@ -278,7 +279,7 @@ fn parse_stat_ppid(text: &str) -> Option<u32> {
 
 /// Reads `/proc/PID/environ` keeping only allow-listed names (see [`env_allowed`]).
 pub fn read_environ(root: &Root, pid: u32) -> io::Result<BTreeMap<String, String>> {
-    let raw = root.read(format!("proc/{pid}/environ"))?;
+    let raw = root.read(layout::proc_file(pid, "environ"))?;
     Ok(filter_environ(&split_nul(&raw)))
 }
 

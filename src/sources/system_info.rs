@@ -8,6 +8,7 @@
 //! on the live machine (a capture carries its os-release and proc/version).
 
 use super::packages;
+use crate::layout;
 use crate::root::Root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -80,15 +81,14 @@ fn text(root: &Root, rel: &str) -> Option<String> {
 /// `pci_slots` the GPUs to describe with lspci.
 pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemInfo {
     let mut s = SystemInfo {
-        kernel: text(root, "proc/version"),
-        cmdline: text(root, "proc/cmdline"),
-        hostname: text(root, "proc/sys/kernel/hostname"),
-        nvidia: text(root, "proc/driver/nvidia/version")
-            .and_then(|t| t.lines().next().map(String::from)),
+        kernel: text(root, layout::VERSION),
+        cmdline: text(root, layout::KERNEL_CMDLINE),
+        hostname: text(root, layout::HOSTNAME),
+        nvidia: text(root, layout::NVIDIA_VERSION).and_then(|t| t.lines().next().map(String::from)),
         rocm: text(root, "opt/rocm/.info/version"),
         ..Default::default()
     };
-    s.distro = text(root, "etc/os-release").and_then(|t| {
+    s.distro = text(root, layout::OS_RELEASE).and_then(|t| {
         t.lines()
             .find_map(|l| {
                 l.strip_prefix("PRETTY_NAME=")
@@ -110,7 +110,7 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
         "ivpu",
         "amdxdna",
     ];
-    if let Some(m) = text(root, "proc/modules") {
+    if let Some(m) = text(root, layout::MODULES) {
         s.modules = m
             .lines()
             .filter_map(|l| l.split_whitespace().next())
@@ -119,14 +119,14 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
             .collect();
     }
     for d in gpu_modules {
-        if let Some(v) = text(root, &format!("sys/module/{d}/version")) {
+        if let Some(v) = text(root, &layout::module_version(d)) {
             s.driver_versions.insert(d.to_string(), v);
         }
     }
-    if let Ok(names) = root.list_dir("dev/dri/by-path") {
+    if let Ok(names) = root.list_dir(layout::DRI_BY_PATH) {
         for n in names {
             let n = n.to_string_lossy().into_owned();
-            if let Ok(t) = root.read_link(format!("dev/dri/by-path/{n}")) {
+            if let Ok(t) = root.read_link(layout::dri_by_path(&n)) {
                 s.by_path.push((n, t.display().to_string()));
             }
         }
@@ -227,7 +227,7 @@ const PYTHON_DIR_ENTRIES: usize = 100_000;
 /// (no links out of it, regular files only, capped, within [`PYTHON_TREE_BUDGET`]).
 pub fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let Ok(exe) = root.read_link(format!("proc/{pid}/exe")) else {
+    let Ok(exe) = root.read_link(layout::proc_file(pid, "exe")) else {
         return out;
     };
     let Some(prefix) = exe.parent().and_then(Path::parent) else {

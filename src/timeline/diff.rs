@@ -263,7 +263,7 @@ fn verdict(a: &RunSummary, b: &RunSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::findings::{Backing, Kind, Severity};
+    use crate::findings::{Backing, Finding, Kind, Severity};
     use crate::outputs::diff::render_diff;
     use crate::recording::Recording;
     use crate::timeline::Peak;
@@ -281,17 +281,21 @@ mod tests {
 
     fn mirror(backing: Backing, severity: Severity) -> RecordedFinding {
         RecordedFinding {
-            kind: Kind::PeerMirror,
-            severity,
+            peak: Finding {
+                kind: Kind::PeerMirror,
+                severity,
+                message: "m".into(),
+                pid: Some(10),
+                rank: Some(0),
+                device: Some("0000:03:00.0".into()),
+                peer: Some("0000:04:00.0".into()),
+                bytes: 18 << 30,
+                ratio: None,
+                backing: Some(backing),
+                source: None,
+                issue: None,
+            },
             worst_severity: severity,
-            pid: Some(10),
-            rank: Some(0),
-            device: Some("0000:03:00.0".into()),
-            peer: Some("0000:04:00.0".into()),
-            bytes_peak: 18 << 30,
-            backing: Some(backing),
-            message: "m".into(),
-            issue: None,
             first: 1,
             last: 5,
         }

@@ -45,7 +45,7 @@ pub struct RankPeak {
 }
 
 /// A finding and the node it was recorded on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodeFinding {
     /// Node.
     pub node: String,
@@ -122,7 +122,7 @@ impl JobSet {
         self.nodes.iter().max_by_key(|n| {
             let s = &n.summary;
             (
-                s.worst_finding().map(|f| f.severity),
+                s.worst_finding().map(|f| f.peak.severity),
                 s.driver_held_bytes().unwrap_or(0),
                 u64::MAX - s.mem_available_low.unwrap_or(u64::MAX),
             )
@@ -143,9 +143,10 @@ impl JobSet {
             .collect();
         out.sort_by(|a, b| {
             b.finding
+                .peak
                 .severity
-                .cmp(&a.finding.severity)
-                .then(a.finding.kind.cmp(&b.finding.kind))
+                .cmp(&a.finding.peak.severity)
+                .then(a.finding.peak.kind.cmp(&b.finding.peak.kind))
                 .then(a.node.cmp(&b.node))
         });
         out
@@ -209,14 +210,11 @@ fn prefix_devices(s: &mut RunSummary, node: &str) {
     for p in &mut s.peaks {
         p.device = at(&p.device);
     }
-    for f in &mut s.findings {
+    let findings = s.findings.iter_mut().map(|f| &mut f.peak);
+    for f in findings.chain(s.timeline.iter_mut().map(|t| &mut t.finding)) {
         f.device = f.device.as_deref().map(at);
         f.peer = f.peer.as_deref().map(at);
         f.message = format!("[{node}] {}", f.message);
-    }
-    for t in &mut s.timeline {
-        t.device = t.device.as_deref().map(at);
-        t.message = format!("[{node}] {}", t.message);
     }
 }
 

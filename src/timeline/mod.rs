@@ -17,7 +17,7 @@ pub mod view;
 pub use evidence::EvidenceSummary;
 pub use job_end::{JobEnd, KernelEvidence};
 pub use job_set::{JobSet, NodeFinding, NodeRun, RankPeak};
-pub use patterns::{analyze, TimelineFinding, TimelineKind};
+pub use patterns::{analyze, TimelineFinding};
 pub use shapes::tensor_shapes;
 pub use summary::{KernelLine, PeerHost, Registrations, RunSummary};
 

@@ -1,63 +1,52 @@
 //! Timeline findings: stepwise_growth, plateau, leak, released_on_exit, and peer_mirror over time.
 
 use super::shapes::tensor_shapes;
-use crate::findings::{Kind, Severity};
+use crate::findings::{Finding, Kind, Severity};
 use crate::ledger::MemClass;
 use crate::recording::{name_of, ClassSeries, RecordedFinding, Recording};
 use crate::units::human_bytes;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeSet;
 
-/// Kinds of timeline finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TimelineKind {
-    /// Growth in increments that repeat one size.
-    StepwiseGrowth,
-    /// Growth that stopped and stayed flat.
-    Plateau,
-    /// Growth until the end of the recording.
-    Leak,
-    /// Host memory that came back when the job ended.
-    ReleasedOnExit,
-    /// A peer_mirror finding, with when it started and its peak.
-    PeerMirror,
-    /// An entry of the known-issues base that matched while recording.
-    KnownIssue,
-}
-
-impl TimelineKind {
-    /// snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TimelineKind::StepwiseGrowth => "stepwise_growth",
-            TimelineKind::Plateau => "plateau",
-            TimelineKind::Leak => "leak",
-            TimelineKind::ReleasedOnExit => "released_on_exit",
-            TimelineKind::PeerMirror => "peer_mirror",
-            TimelineKind::KnownIssue => "known_issue",
-        }
-    }
-}
-
-/// One timeline finding.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// One timeline finding: a [`Finding`] of a timeline kind (stepwise_growth, plateau, leak,
+/// released_on_exit) or a recorded peer_mirror / known_issue over time, with when it happened.
+/// `bytes` is the size concerned (the step, the plateau level, the growth, the released bytes).
+#[derive(Debug, Clone, PartialEq)]
 pub struct TimelineFinding {
-    /// Kind.
-    pub kind: TimelineKind,
-    /// Severity.
-    pub severity: Severity,
-    /// One sentence.
-    pub message: String,
-    /// Pid.
-    pub pid: Option<u32>,
-    /// Rank.
-    pub rank: Option<u32>,
-    /// Device.
-    pub device: Option<String>,
-    /// The size concerned (the step, the plateau level, the growth, the released bytes).
-    pub bytes: u64,
+    /// The finding.
+    pub finding: Finding,
     /// Seconds from the recording's start.
     pub t_s: f64,
+}
+
+/// How `show --json` spells a timeline finding (`gpuledger.show/1`).
+#[derive(Serialize)]
+struct TimelineFindingJson<'a> {
+    kind: Kind,
+    severity: Severity,
+    message: &'a str,
+    pid: Option<u32>,
+    rank: Option<u32>,
+    device: &'a Option<String>,
+    bytes: u64,
+    t_s: f64,
+}
+
+impl Serialize for TimelineFinding {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = &self.finding;
+        TimelineFindingJson {
+            kind: f.kind,
+            severity: f.severity,
+            message: &f.message,
+            pid: f.pid,
+            rank: f.rank,
+            device: &f.device,
+            bytes: f.bytes,
+            t_s: self.t_s,
+        }
+        .serialize(s)
+    }
 }
 
 /// Least number of repeats for a step size to count.
@@ -82,13 +71,13 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
     out.extend(
         rec.findings
             .iter()
-            .filter(|f| f.kind == Kind::PeerMirror)
+            .filter(|f| f.peak.kind == Kind::PeerMirror)
             .map(|f| peer_mirror(rec, f)),
     );
     out.extend(
         rec.findings
             .iter()
-            .filter(|f| f.kind == Kind::KnownIssue)
+            .filter(|f| f.peak.kind == Kind::KnownIssue)
             .map(|f| known_issue(rec, f)),
     );
     out
@@ -97,50 +86,48 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
 /// A recorded known issue: when it first and last matched, at its worst severity (a match
 /// turns critical once its finding appears, and that is what the recording proves).
 fn known_issue(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
+    let message = format!(
+        "from {:.1} s to {:.1} s: {}",
+        rec.t_s(f.first),
+        rec.t_s(f.last),
+        f.peak.message
+    );
     TimelineFinding {
-        kind: TimelineKind::KnownIssue,
-        severity: f.worst_severity,
-        message: format!(
-            "from {:.1} s to {:.1} s: {}",
-            rec.t_s(f.first),
-            rec.t_s(f.last),
-            f.message
-        ),
-        pid: None,
-        rank: None,
-        device: None,
-        bytes: 0,
+        finding: Finding::new(Kind::KnownIssue, f.worst_severity, message),
         t_s: rec.t_s(f.first),
     }
 }
 
 /// A recorded peer_mirror, with the severity of its peak (what a snapshot of that moment says);
 /// a worse severity seen earlier or later is named as such, never taken as the finding's.
-fn peer_mirror(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
+fn peer_mirror(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
+    let f = &r.peak;
     let backing = match f.backing {
         Some(b) => format!("backing {}", name_of(b)),
         None => "backing not known".to_string(),
     };
-    let worst = if f.worst_severity > f.severity {
-        format!(" (worst over time: {})", f.worst_severity.as_str())
+    let worst = if r.worst_severity > f.severity {
+        format!(" (worst over time: {})", r.worst_severity.as_str())
     } else {
         String::new()
     };
+    let message = format!(
+        "from {:.1} s to {:.1} s, peak {} ({backing}){worst}: {}",
+        rec.t_s(r.first),
+        rec.t_s(r.last),
+        human_bytes(f.bytes),
+        f.message
+    );
     TimelineFinding {
-        kind: TimelineKind::PeerMirror,
-        severity: f.severity,
-        message: format!(
-            "from {:.1} s to {:.1} s, peak {} ({backing}){worst}: {}",
-            rec.t_s(f.first),
-            rec.t_s(f.last),
-            human_bytes(f.bytes_peak),
-            f.message
-        ),
-        pid: f.pid,
-        rank: f.rank,
-        device: f.device.clone(),
-        bytes: f.bytes_peak,
-        t_s: rec.t_s(f.first),
+        finding: Finding {
+            pid: f.pid,
+            rank: f.rank,
+            device: f.device.clone(),
+            peer: f.peer.clone(),
+            bytes: f.bytes,
+            ..Finding::new(Kind::PeerMirror, f.severity, message)
+        },
+        t_s: rec.t_s(r.first),
     }
 }
 
@@ -173,8 +160,18 @@ fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
     } else {
         "device-local"
     };
+    let at = |kind, severity, message, bytes, t_s| TimelineFinding {
+        finding: Finding {
+            pid: Some(pid),
+            rank,
+            device: Some(device.to_string()),
+            bytes,
+            ..Finding::new(kind, severity, message)
+        },
+        t_s,
+    };
     let mut out = Vec::new();
-    if let Some((&step, n, at)) = s
+    if let Some((&step, n, first_at)) = s
         .steps
         .iter()
         .map(|(d, st)| (d, st.count, st.first))
@@ -187,20 +184,17 @@ fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
             } else {
                 format!("; factors as {}", shapes.join(" or "))
             };
-            out.push(TimelineFinding {
-                kind: TimelineKind::StepwiseGrowth,
-                severity: Severity::Info,
-                message: format!(
+            out.push(at(
+                Kind::StepwiseGrowth,
+                Severity::Info,
+                format!(
                     "{label}'s {what} memory on {device} grew {n} times by exactly {} KiB ({step} bytes, {}){shape}: each step is one allocator segment",
                     step / 1024,
                     human_bytes(step)
                 ),
-                pid: Some(pid),
-                rank,
-                device: Some(device.to_string()),
-                bytes: step,
-                t_s: rec.t_s(at),
-            });
+                step,
+                rec.t_s(first_at),
+            ));
         }
     }
     let (start, end) = (s.start, s.end);
@@ -211,36 +205,30 @@ fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
         let flat_share = (last - last_up) as f64 / span.max(1.0);
         let still_running = last + 1 >= rec.span;
         if flat_share >= 0.25 {
-            out.push(TimelineFinding {
-                kind: TimelineKind::Plateau,
-                severity: Severity::Info,
-                message: format!(
+            out.push(at(
+                Kind::Plateau,
+                Severity::Info,
+                format!(
                     "{label}'s {what} memory on {device} plateaued at {} from {:.1} s (after growing {})",
                     human_bytes(end),
                     rec.t_s(last_up),
                     human_bytes(grown)
                 ),
-                pid: Some(pid),
-                rank,
-                device: Some(device.to_string()),
-                bytes: end,
-                t_s: rec.t_s(last_up),
-            });
+                end,
+                rec.t_s(last_up),
+            ));
         } else if still_running && flat_share <= 0.1 && s.monotone {
-            out.push(TimelineFinding {
-                kind: TimelineKind::Leak,
-                severity: if class == MemClass::Host { Severity::Warning } else { Severity::Info },
-                message: format!(
+            out.push(at(
+                Kind::Leak,
+                if class == MemClass::Host { Severity::Warning } else { Severity::Info },
+                format!(
                     "{label}'s {what} memory on {device} grew monotonically by {} to {} and was still growing when the recording ended: a leak, or a working set that never settles",
                     human_bytes(grown),
                     human_bytes(end)
                 ),
-                pid: Some(pid),
-                rank,
-                device: Some(device.to_string()),
-                bytes: grown,
-                t_s: rec.t_s(first),
-            });
+                grown,
+                rec.t_s(first),
+            ));
         }
     }
     out
@@ -250,19 +238,19 @@ fn released_on_exit(rec: &Recording) -> Option<TimelineFinding> {
     let end_job = rec.processes.iter().map(|p| p.last).max()?;
     let (during, after) = rec.host.held_around_exit?;
     let released = during.saturating_sub(after);
-    (released >= 256 << 20).then(|| TimelineFinding {
-        kind: TimelineKind::ReleasedOnExit,
-        severity: Severity::Info,
-        message: format!(
+    (released >= 256 << 20).then(|| {
+        let message = format!(
             "{} of driver-held host memory came back when the job ended (peak {} during the job, {} after): the job's GPU clients held it",
             human_bytes(released),
             human_bytes(during),
             human_bytes(after)
-        ),
-        pid: None,
-        rank: None,
-        device: None,
-        bytes: released,
-        t_s: rec.t_s(end_job + 1),
+        );
+        TimelineFinding {
+            finding: Finding {
+                bytes: released,
+                ..Finding::new(Kind::ReleasedOnExit, Severity::Info, message)
+            },
+            t_s: rec.t_s(end_job + 1),
+        }
     })
 }

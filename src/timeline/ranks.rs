@@ -6,8 +6,8 @@
 //! its peers in slot order (a job moved from cards 3,4 to cards 5,6 still compares home with
 //! home).
 
-use super::{Peak, Registrations, RunSummary, TimelineKind};
-use crate::findings::{Backing, Severity};
+use super::{Peak, Registrations, RunSummary};
+use crate::findings::{Backing, Kind, Severity};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Who a process is across runs.
@@ -158,21 +158,22 @@ fn side(s: &RunSummary, pid: u32) -> RankSide {
     let (home, peers): (Vec<&Peak>, Vec<&Peak>) = mine.partition(|p| p.home);
     let backings: Vec<Option<Backing>> = s
         .peer_mirrors()
-        .filter(|f| f.pid == Some(pid))
-        .map(|f| f.backing)
+        .filter(|f| f.peak.pid == Some(pid))
+        .map(|f| f.peak.backing)
         .collect();
     let mut findings: Vec<(Severity, String)> = s
         .findings
         .iter()
+        .map(|f| &f.peak)
         .filter(|f| f.pid == Some(pid))
-        .map(|f| (f.severity, f.kind.as_str().to_string()))
         .chain(
             s.timeline
                 .iter()
+                .map(|f| &f.finding)
                 // A timeline peer_mirror retells the recorded one over time: count it once.
-                .filter(|f| f.pid == Some(pid) && f.kind != TimelineKind::PeerMirror)
-                .map(|f| (f.severity, f.kind.as_str().to_string())),
+                .filter(|f| f.pid == Some(pid) && f.kind != Kind::PeerMirror),
         )
+        .map(|f| (f.severity, f.kind.as_str().to_string()))
         .collect();
     findings.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
     RankSide {

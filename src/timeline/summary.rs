@@ -180,13 +180,15 @@ impl RunSummary {
     pub fn worst_finding(&self) -> Option<&RecordedFinding> {
         self.findings
             .iter()
-            .max_by(|a, b| a.severity.cmp(&b.severity).then(b.kind.cmp(&a.kind)))
+            .map(|f| (f, &f.peak))
+            .max_by(|(_, a), (_, b)| a.severity.cmp(&b.severity).then(b.kind.cmp(&a.kind)))
+            .map(|(f, _)| f)
     }
 
     /// "critical peer_mirror", or "none": the worst finding in a few words.
     pub fn worst_finding_text(&self) -> String {
         self.worst_finding()
-            .map(|f| format!("{} {}", f.severity.as_str(), f.kind.as_str()))
+            .map(|f| format!("{} {}", f.peak.severity.as_str(), f.peak.kind.as_str()))
             .unwrap_or_else(|| "none".into())
     }
 
@@ -202,12 +204,14 @@ impl RunSummary {
 
     /// The recorded peer_mirror findings.
     pub fn peer_mirrors(&self) -> impl Iterator<Item = &RecordedFinding> {
-        self.findings.iter().filter(|f| f.kind == Kind::PeerMirror)
+        self.findings
+            .iter()
+            .filter(|f| f.peak.kind == Kind::PeerMirror)
     }
 
     /// What the peer-device registrations were.
     pub fn registrations(&self) -> Registrations {
-        let backings: Vec<Option<Backing>> = self.peer_mirrors().map(|f| f.backing).collect();
+        let backings: Vec<Option<Backing>> = self.peer_mirrors().map(|f| f.peak.backing).collect();
         Registrations::of(&backings)
     }
 

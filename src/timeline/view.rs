@@ -2,8 +2,7 @@
 //! snapshot ([`Filter`]), every number and finding was computed on the whole recording first; the
 //! filter only chooses which of them are shown.
 
-use super::{RunSummary, TimelineFinding, TimelineKind};
-use crate::findings::Kind;
+use super::RunSummary;
 use crate::ledger::{Filter, FilterError};
 
 /// Resolves `--pid` and `--device` against the processes and devices a recording saw (devices in
@@ -29,21 +28,9 @@ pub fn filter_summary(
         .retain(|p| f.shows_subject(Some(p.pid), &[Some(p.device.as_str())]));
     out.peer_host.retain(|p| f.shows_pid(p.pid));
     out.ranks.retain(|r| f.shows_pid(r.1));
-    out.findings
-        .retain(|x| f.shows_subject(x.pid, &[x.device.as_deref(), x.peer.as_deref()]));
-    // A timeline peer mirror names its home device only; its peer is on the recorded finding it
-    // comes from, and it shows when either device is shown, as in a snapshot.
-    let peer_of = |x: &TimelineFinding| {
-        s.findings
-            .iter()
-            .find(|r| r.kind == Kind::PeerMirror && r.pid == x.pid && r.device == x.device)
-            .and_then(|r| r.peer.as_deref())
-    };
-    out.timeline.retain(|x| {
-        let peer = (x.kind == TimelineKind::PeerMirror)
-            .then(|| peer_of(x))
-            .flatten();
-        f.shows_subject(x.pid, &[x.device.as_deref(), peer])
-    });
+    out.findings.retain(|x| f.shows(&x.peak));
+    // A timeline peer mirror carries its recorded finding's peer: it shows when either device is
+    // shown, as in a snapshot.
+    out.timeline.retain(|x| f.shows(&x.finding));
     Ok(out)
 }

@@ -211,7 +211,7 @@ impl TreeWriter {
     }
 
     /// Writes how a simulated job ended (`gpuledger-sim/job.json`); `None` removes it (running).
-    pub fn job_end(&self, end: Option<&crate::sim::JobEnd>) -> io::Result<()> {
+    pub fn job_end(&self, end: Option<&crate::sources::sim_job::JobEnd>) -> io::Result<()> {
         match end {
             Some(e) => {
                 let json = serde_json::to_string_pretty(e).map_err(io::Error::other)?;
@@ -303,8 +303,10 @@ fn own_directory(base: &Path) -> Result<Option<PathBuf>, FreshTreeError> {
         rustix::fs::Mode::empty(),
     )
     .map_err(|e| io_err(e.into()))?;
-    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
-    std::fs::read_link(fd_path).map(Some).map_err(io_err)
+    let fd_path = crate::layout::self_fd(std::os::fd::AsRawFd::as_raw_fd(&fd));
+    std::fs::read_link(crate::layout::live(&fd_path))
+        .map(Some)
+        .map_err(io_err)
 }
 
 fn nul_joined(items: &[String]) -> Vec<u8> {

@@ -1,13 +1,9 @@
 //! One small chart as inline SVG (plotters): A and B overlaid on the axes the caller gives, so
 //! every chart of a grid shares its scale and heights compare across the grid.
 
+use super::style::RUN_COLORS;
 use plotters::prelude::*;
 
-/// Run A and run B: blue and vermillion, a pair that colour-blind readers tell apart
-/// (Okabe & Ito's palette).
-pub const RUN_COLORS: [RGBColor; 2] = [RGBColor(0, 114, 178), RGBColor(213, 94, 0)];
-/// Run A solid, run B dashed (an SVG dash array), so the runs differ in print and greyscale too.
-pub const RUN_DASHES: [&str; 2] = ["none", "7 4"];
 /// Size of a small multiple, in SVG pixels.
 pub const SIZE: (u32, u32) = (360, 210);
 /// Width of the plotting area: series are cut to at most this many columns before drawing.

@@ -15,14 +15,14 @@ pub fn section(runs: &[Run]) -> Section {
             esc(run.name)
         );
         for f in &run.summary.timeline {
-            let sev = f.severity.as_str();
+            let sev = f.finding.severity.as_str();
             let _ = writeln!(
                 body,
                 "<tr class=\"{sev}\"><td><span class=\"sev {sev}\">{sev}</span></td><td>{}</td><td class=\"num\">{:.1} s</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                f.kind.as_str(),
+                f.finding.kind.as_str(),
                 f.t_s,
-                human_bytes(f.bytes),
-                esc(&f.message)
+                human_bytes(f.finding.bytes),
+                esc(&f.finding.message)
             );
         }
         body.push_str("</table>\n");

@@ -17,6 +17,7 @@ mod nodes;
 mod overlay;
 mod page;
 mod series;
+mod style;
 
 pub use page::Section;
 

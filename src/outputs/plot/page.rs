@@ -1,7 +1,7 @@
 //! The page shell: inline CSS, the run legend and the sections in order. No scripts, no links,
 //! no fonts or images to fetch: the file is the whole report.
 
-use super::chart::{RUN_COLORS, RUN_DASHES};
+use super::style::{RUN_COLORS, RUN_DASHES};
 use crate::outputs::safe_text::display_safe;
 use std::fmt::Write;
 

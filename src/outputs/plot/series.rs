@@ -3,9 +3,10 @@
 //! so a 10 M-sample recording draws as a few hundred points per line.
 
 use super::chart::{Line, PLOT_WIDTH};
+use crate::findings::Kind;
 use crate::ledger::MemClass;
 use crate::recording::{ClassSeries, Recording};
-use crate::timeline::{RunSummary, TimelineKind};
+use crate::timeline::RunSummary;
 use std::collections::BTreeSet;
 
 /// Bytes per GiB, the charts' unit.
@@ -49,11 +50,11 @@ fn steps_of(times: &[f64], s: &ClassSeries, summary: &RunSummary) -> Vec<(f64, f
         .timeline
         .iter()
         .filter(|f| {
-            f.kind == TimelineKind::StepwiseGrowth
-                && f.pid == Some(s.pid)
-                && f.device.as_deref() == Some(s.device.as_str())
+            f.finding.kind == Kind::StepwiseGrowth
+                && f.finding.pid == Some(s.pid)
+                && f.finding.device.as_deref() == Some(s.device.as_str())
         })
-        .filter_map(|f| s.steps.get(&f.bytes))
+        .filter_map(|f| s.steps.get(&f.finding.bytes))
         .flat_map(|st| st.columns.iter().copied())
         .collect();
     cols.into_iter()
