@@ -1,8 +1,8 @@
 //! `gpuledger demo`: the seed's regression, proven in the simulator in a few seconds.
 
 use anyhow::{Context, Result};
-use gpuledger::findings::{analyze, Thresholds};
-use gpuledger::ledger::Ledger;
+use gpuledger::findings::Thresholds;
+use gpuledger::observe::Observer;
 use gpuledger::outputs::diff::render_diff;
 use gpuledger::outputs::{show, table};
 use gpuledger::recording;
@@ -45,12 +45,12 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
                 Scope::All,
                 SamplerOptions::default(),
             );
-            let ledger = Ledger::from_snapshot(&sampler.sample()?);
+            let seen = Observer::new(t.clone()).sample(&mut sampler)?;
             out.push_str(&format!(
                 "=== Snapshot of run A at its plateau (gpuledger --root {})\n\n",
                 snap_dir.display()
             ));
-            out.push_str(&table::render_snapshot(&ledger, &analyze(&ledger, t)));
+            out.push_str(&table::render_snapshot(&seen.ledger, &seen.findings));
         }
         files.push(ledger_file);
     }

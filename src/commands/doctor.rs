@@ -8,10 +8,10 @@ use anyhow::{Context, Result};
 use gpuledger::findings::{self, Finding, Severity, Thresholds};
 use gpuledger::knowledge::{self, Assessment, Base, Facts, VersionFact};
 use gpuledger::ledger::Ledger;
+use gpuledger::observe::{KernelLog, Observation, Observer};
 use gpuledger::outputs::safe_text::safe;
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
-use gpuledger::sources::kernel_log::WholeLog;
 use gpuledger::sources::{proc_pid, system_info};
 use gpuledger::timeline::project::{peers_per_rank, project, Peers};
 use gpuledger::units::human_bytes;
@@ -82,9 +82,14 @@ pub fn run(ctx: &super::Ctx, args: &DoctorArgs, t: &Thresholds) -> Result<ExitCo
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let snap = sampler.sample()?;
     let root = sampler.root();
-    let mut ledger = Ledger::from_snapshot(&snap);
-    let mut found = findings::analyze(&ledger, t);
-    findings::kernel::add(&WholeLog::read(root), &mut ledger, &mut found);
+    // Doctor matches the known issues itself, against the job's environment as well; the
+    // machine's facts below read the snapshot too, hence the copy.
+    let Observation {
+        ledger,
+        findings: mut found,
+    } = Observer::new(t.clone())
+        .kernel_log(KernelLog::Fresh)
+        .observe(root, snap.clone());
     let (mut facts, places) = Facts::of_machine(&base, root, &snap, &sys, found.clone());
     let name_of = |slot: &str| {
         let drm = snap

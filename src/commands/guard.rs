@@ -247,7 +247,7 @@ impl Watched {
             let members = self.target.pids().into_iter().collect();
             self.sampler.set_scope(Scope::Pids(members));
         }
-        let ledger = Ledger::from_snapshot(&self.sampler.sample()?);
+        let ledger = Ledger::from_snapshot(self.sampler.sample()?);
         if live && !contained {
             for p in &ledger.processes {
                 self.target.add(p.pid);

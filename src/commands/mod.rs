@@ -242,7 +242,7 @@ fn live_filter(
     if args.pids.is_empty() && args.devices.is_empty() {
         return Ok(gpuledger::ledger::Filter::default());
     }
-    let first = gpuledger::ledger::Ledger::from_snapshot(&sampler.sample()?);
+    let first = gpuledger::ledger::Ledger::from_snapshot(sampler.sample()?);
     Ok(gpuledger::ledger::Filter::resolve(
         &first,
         &args.pids,

@@ -48,7 +48,7 @@ pub fn run(
         Some(h) => (h, 0, "--host-mem".to_string()),
         None => {
             let mut s = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
-            let l = Ledger::from_snapshot(&s.sample()?);
+            let l = Ledger::from_snapshot(s.sample()?);
             let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
                 bail!("MemTotal/MemAvailable not readable: pass --host-mem");
             };

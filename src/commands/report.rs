@@ -2,9 +2,10 @@
 
 use crate::cli::TemplateArg;
 use anyhow::{Context, Result};
-use gpuledger::findings::{analyze, Finding, Thresholds};
+use gpuledger::findings::{Finding, Thresholds};
 use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::Ledger;
+use gpuledger::observe::{KernelLog, Observation, Observer};
 use gpuledger::outputs::job_set;
 use gpuledger::recording::Recording;
 use gpuledger::report::{nvidia_from_nvml, recorded, render, ReportInput, Template};
@@ -49,7 +50,9 @@ pub fn run(
         .collect();
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
-    let mut machine = this_machine(&sampler, &snapshot, t);
+    let known = KnownIssues::of_machine(sampler.root(), &snapshot)
+        .context("the embedded known-issues base")?;
+    let mut machine = this_machine(&sampler, snapshot, t);
     // Recordings and no --root: the report describes the recorded machine, and says how the
     // one it is written on differs.
     if let (None, Some((name, rec))) = (&ctx.root, recordings.first()) {
@@ -66,9 +69,7 @@ pub fn run(
     for (_, rec) in &recordings {
         seen.extend(rec.findings.iter().map(|f| f.at_peak()));
     }
-    let related = KnownIssues::of_machine(sampler.root(), &snapshot)
-        .context("the embedded known-issues base")?
-        .assess(&seen);
+    let related = known.assess(&seen);
     let text = render(&ReportInput {
         template: match template {
             TemplateArg::IntelComputeRuntime => Template::IntelComputeRuntime,
@@ -111,11 +112,12 @@ struct Machine {
 }
 
 /// The machine (or `--root`) being sampled.
-fn this_machine(sampler: &Sampler, snapshot: &Snapshot, t: &Thresholds) -> Machine {
-    let mut ledger = Ledger::from_snapshot(snapshot);
-    let mut findings = analyze(&ledger, t);
-    let kernel_log = WholeLog::read(sampler.root());
-    gpuledger::findings::kernel::add(&kernel_log, &mut ledger, &mut findings);
+fn this_machine(sampler: &Sampler, snapshot: Snapshot, t: &Thresholds) -> Machine {
+    let root = sampler.root();
+    let nvml = snapshot.nvml.clone();
+    let mut observer = Observer::new(t.clone()).kernel_log(KernelLog::Fresh);
+    let Observation { ledger, findings } = observer.observe(root, snapshot);
+    let kernel_log = observer.last_kernel_log().cloned().unwrap_or_default();
     let pythons: Vec<u32> = ledger
         .processes
         .iter()
@@ -124,7 +126,7 @@ fn this_machine(sampler: &Sampler, snapshot: &Snapshot, t: &Thresholds) -> Machi
         .collect();
     let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
     let mut system = system_info::gather(sampler.root(), &pythons, &slots);
-    nvidia_from_nvml(&mut system, snapshot);
+    nvidia_from_nvml(&mut system, &nvml);
     Machine {
         ledger,
         findings,

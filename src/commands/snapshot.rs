@@ -4,12 +4,12 @@ use super::Ctx;
 use crate::cli::{FailOn, Format, SnapshotArgs};
 use anyhow::{Context, Result};
 use gpuledger::findings::{self, Finding, Severity};
-use gpuledger::knowledge::KnownIssues;
+use gpuledger::knowledge::Base;
 use gpuledger::ledger::{Filter, Ledger};
+use gpuledger::observe::{KernelLog, Observation, Observer};
 use gpuledger::outputs::json::rfc3339;
 use gpuledger::outputs::{csv, json, table};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
-use gpuledger::sources::kernel_log::WholeLog;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,26 +36,20 @@ pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
         }
     }
     let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+    let base = Base::embedded().context("the embedded known-issues base")?;
+    let mut observer = Observer::new(ctx.thresholds.clone())
+        .kernel_log(KernelLog::Fresh)
+        .known_issues(base);
     let mut filter: Option<Filter> = None;
-    let mut known: Option<KnownIssues> = None;
     let mut worst: Option<Severity> = None;
     let mut printed = 0u64;
     loop {
         let started = Instant::now();
-        let snap = sampler.sample()?;
-        let mut whole = Ledger::from_snapshot(&snap);
         // Findings first, on the whole machine; the filter only chooses what is shown.
-        let mut found = findings::analyze(&whole, &ctx.thresholds);
-        let log = WholeLog::read(sampler.root());
-        findings::kernel::add(&log, &mut whole, &mut found);
-        let known = match &known {
-            Some(k) => k,
-            None => known.insert(
-                KnownIssues::of_machine(sampler.root(), &snap)
-                    .context("the embedded known-issues base")?,
-            ),
-        };
-        known.extend(&mut found);
+        let Observation {
+            ledger: whole,
+            findings: found,
+        } = observer.sample(&mut sampler)?;
         let filter = match &filter {
             Some(f) => f,
             None => filter.insert(Filter::resolve(

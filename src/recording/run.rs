@@ -189,6 +189,7 @@ pub fn record(
     // The live kernel log from now on, or a captured tree's `dev/kmsg` from its first record.
     let mut kmsg = KernelLog::open(&root);
     let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
+    let mut observer = super::session::observer(&opts.thresholds);
     let start = Instant::now();
     let mut progress = Progress::default();
     let mut python: std::collections::BTreeMap<String, String> = Default::default();
@@ -207,7 +208,7 @@ pub fn record(
             }
         }
         if write_error.is_none() {
-            match step(&mut sampler, &mut recorder, &opts.thresholds, None) {
+            match step(&mut sampler, &mut recorder, &mut observer, None) {
                 Ok((ledger, found)) => {
                     progress.samples = recorder.samples();
                     progress.update(&ledger, &found);
