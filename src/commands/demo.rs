@@ -15,6 +15,7 @@ use gpuledger::tree_writer::TreeWriter;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// Runs the demo, keeping its files in `keep` when given.
 pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
     let tmp = tempfile::tempdir()?;
     let dir = keep.unwrap_or(tmp.path());
@@ -72,7 +73,7 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
         "B-deferred (26.05-like)",
     ));
     if keep.is_none() {
-        out.push_str("\n(run `gpuledger demo --keep DIR` to keep the trees and recordings)\n");
+        out.push_str("\n(run `gpuledger demo -o DIR` to keep the trees and recordings)\n");
     }
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)

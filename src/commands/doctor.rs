@@ -3,9 +3,9 @@
 //! masks and rank count, the known issues that apply, and the host RAM the job would need at its
 //! rank count if their peer-mirror pattern occurs (`timeline::project`).
 
-use crate::cli::{DoctorArgs, FailOn};
+use crate::cli::{DoctorPlan, Format, Globals};
 use anyhow::{Context, Result};
-use gpuledger::findings::{self, Finding, Severity, Thresholds};
+use gpuledger::findings::{self, Finding, Severity};
 use gpuledger::knowledge::{self, Assessment, Base, Facts, VersionFact};
 use gpuledger::ledger::Ledger;
 use gpuledger::observe::{KernelLog, Observation, Observer};
@@ -18,9 +18,6 @@ use gpuledger::units::human_bytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
-
-/// Exit status when --fail-on matched (as the snapshot's).
-const EXIT_KNOWN_ISSUE: u8 = 3;
 
 #[derive(Serialize)]
 struct Report {
@@ -75,8 +72,11 @@ struct HostOutlook {
     largest_per_rank_that_fits: u64,
 }
 
-pub fn run(ctx: &super::Ctx, args: &DoctorArgs, t: &Thresholds) -> Result<ExitCode> {
-    let root = ctx.open_root()?;
+/// Runs `doctor`'s plan.
+pub fn run(g: &Globals, plan: DoctorPlan) -> Result<ExitCode> {
+    let args = &plan;
+    let t = &g.thresholds;
+    let root = g.open_root()?;
     let base = Base::embedded().context("the embedded known-issues base")?;
     let sys = system_info::gather(&root, &[], &[]);
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
@@ -153,26 +153,15 @@ pub fn run(ctx: &super::Ctx, args: &DoctorArgs, t: &Thresholds) -> Result<ExitCo
         findings: found,
         notes,
     };
-    if args.json {
+    if args.format == Format::Json {
         super::print(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
         super::print(&render_text(&report))?;
     }
-    Ok(exit_code(&report.findings, args.fail_on))
-}
-
-/// `--fail-on` over the verdict's findings: the snapshot's and the known issues that apply.
-fn exit_code(found: &[Finding], fail_on: Option<FailOn>) -> ExitCode {
-    let limit = match fail_on {
-        None => return ExitCode::SUCCESS,
-        Some(FailOn::Warning) => Severity::Warning,
-        Some(FailOn::Critical) => Severity::Critical,
-    };
-    if findings::worst(found).is_some_and(|w| w >= limit) {
-        ExitCode::from(EXIT_KNOWN_ISSUE)
-    } else {
-        ExitCode::SUCCESS
-    }
+    Ok(super::fail_on(
+        findings::worst(&report.findings),
+        args.fail_on,
+    ))
 }
 
 /// Vendor → (visible, present) for the PCI GPUs of each vendor.

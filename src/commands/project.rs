@@ -1,6 +1,6 @@
 //! `gpuledger project`.
 
-use crate::cli::PeersArg;
+use crate::cli::{Basis, Globals, ProjectPlan};
 use anyhow::{bail, Context, Result};
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::text_table::{render, Align};
@@ -8,24 +8,18 @@ use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::timeline::peaks;
 use gpuledger::timeline::project::{peers_per_rank, project, Outlook, Peers, MAX_RANKS};
 use gpuledger::units::human_bytes;
-use std::path::Path;
 use std::process::ExitCode;
 
-/// Runs `project`; clap has checked `ranks` (2 to MAX_RANKS) and that `from` or `vram` is given.
-pub fn run(
-    ctx: &super::Ctx,
-    ranks: u32,
-    from: Option<&Path>,
-    vram: Option<u64>,
-    peers: PeersArg,
-    host_mem: Option<u64>,
-) -> Result<ExitCode> {
-    let peers = match peers {
-        PeersArg::All => Peers::All,
-        PeersArg::Ring => Peers::Ring,
-    };
-    let (mirror, basis) = match (from, vram) {
-        (Some(f), _) => {
+/// Runs `project`; the plan has checked the rank range and the basis.
+pub fn run(g: &Globals, plan: ProjectPlan) -> Result<ExitCode> {
+    let ProjectPlan {
+        ranks,
+        basis,
+        peers,
+        host_mem,
+    } = plan;
+    let (mirror, basis) = match &basis {
+        Basis::Recording(f) => {
             let rec = gpuledger::recording::open(f).context("project")?;
             let m = peaks(&rec)
                 .into_iter()
@@ -41,13 +35,12 @@ pub fn run(
             }
             (m, format!("largest per-peer mirror in {}", f.display()))
         }
-        (None, Some(v)) => (v, "--vram-per-rank".to_string()),
-        (None, None) => bail!("project needs --from RECORDING or --vram-per-rank SIZE"),
+        Basis::VramPerRank(v) => (*v, "--vram-per-rank".to_string()),
     };
     let (total, in_use, against) = match host_mem {
         Some(h) => (h, 0, "--host-mem".to_string()),
         None => {
-            let mut s = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+            let mut s = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
             let l = Ledger::from_snapshot(s.sample()?);
             let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
                 bail!("MemTotal/MemAvailable not readable: pass --host-mem");

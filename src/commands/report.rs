@@ -1,6 +1,6 @@
 //! `gpuledger report`.
 
-use crate::cli::TemplateArg;
+use crate::cli::{Globals, ReportPlan};
 use anyhow::{Context, Result};
 use gpuledger::findings::{Finding, Thresholds};
 use gpuledger::knowledge::KnownIssues;
@@ -8,23 +8,18 @@ use gpuledger::ledger::Ledger;
 use gpuledger::observe::{KernelLog, Observation, Observer};
 use gpuledger::outputs::job_set;
 use gpuledger::recording::Recording;
-use gpuledger::report::{nvidia_from_nvml, recorded, render, ReportInput, Template};
+use gpuledger::report::{nvidia_from_nvml, recorded, render, ReportInput};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::snapshot::Snapshot;
 use gpuledger::sources::kernel_log::WholeLog;
 use gpuledger::sources::system_info::{self, SystemInfo};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(
-    ctx: &super::Ctx,
-    files: &[PathBuf],
-    output: Option<&Path>,
-    template: TemplateArg,
-    redact: bool,
-    t: &Thresholds,
-) -> Result<ExitCode> {
-    let runs = files
+/// Runs `report`'s plan; the plan has refused an existing output without --force.
+pub fn run(g: &Globals, plan: ReportPlan) -> Result<ExitCode> {
+    let t = &g.thresholds;
+    let runs = plan
+        .recordings
         .iter()
         .map(|f| super::recordings::open_run(f, "report"))
         .collect::<Result<Vec<_>>>()?;
@@ -48,14 +43,14 @@ pub fn run(
                 .map(|n| n.node.split(" (").next().unwrap_or("").to_string())
         })
         .collect();
-    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+    let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
     let known = KnownIssues::of_machine(sampler.root(), &snapshot)
         .context("the embedded known-issues base")?;
     let mut machine = this_machine(&sampler, snapshot, t);
     // Recordings and no --root: the report describes the recorded machine, and says how the
     // one it is written on differs.
-    if let (None, Some((name, rec))) = (&ctx.root, recordings.first()) {
+    if let (None, Some((name, rec))) = (&g.root, recordings.first()) {
         machine = recorded_machine(name, rec, &recordings, &machine);
     }
     let Machine {
@@ -71,11 +66,8 @@ pub fn run(
     }
     let related = known.assess(&seen);
     let text = render(&ReportInput {
-        template: match template {
-            TemplateArg::IntelComputeRuntime => Template::IntelComputeRuntime,
-            TemplateArg::Generic => Template::Generic,
-        },
-        redact,
+        template: plan.template,
+        redact: plan.redact,
         ledger: &ledger,
         findings: &findings,
         system: &system,
@@ -86,9 +78,8 @@ pub fn run(
         kernel_log: &kernel_log,
         machine_note,
     });
-    match output {
+    match &plan.output {
         None => super::print(&text)?,
-        Some(p) if p == Path::new("-") => super::print(&text)?,
         Some(p) => {
             std::fs::write(p, &text)
                 .with_context(|| format!("cannot write report {}", p.display()))?;
