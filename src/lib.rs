@@ -11,6 +11,7 @@
 pub mod archive;
 pub mod capture;
 pub mod clock;
+pub mod doctor;
 pub mod experiment;
 pub mod findings;
 pub mod guard;

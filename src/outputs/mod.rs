@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod diff;
+pub mod doctor;
 pub mod job_set;
 pub mod json;
 pub mod plot;
