@@ -106,7 +106,72 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// A checked command line: what to run, typed, built once from the flags.
+#[derive(Debug)]
+pub enum Plan {
+    /// The snapshot (no command).
+    Snapshot(SnapshotPlan),
+    /// `capture`.
+    Capture(CapturePlan),
+    /// `demo`, keeping its files where given.
+    Demo(Option<PathBuf>),
+    /// `simulate`.
+    Simulate(SimulatePlan),
+    /// `record`.
+    Record(RecordPlan),
+    /// `guard`.
+    Guard(GuardRun),
+    /// `serve`.
+    Serve(ServePlan),
+    /// `report`.
+    Report(ReportPlan),
+    /// `plot`.
+    Plot(PlotPlan),
+    /// `top`.
+    Top(TopPlan),
+    /// `project`.
+    Project(ProjectPlan),
+    /// `experiment`.
+    Experiment(ExperimentPlan),
+    /// `show`.
+    Show(ShowPlan),
+    /// `diff`.
+    Diff(DiffPlan),
+    /// `doctor`.
+    Doctor(DoctorPlan),
+    /// `completions`.
+    Completions(clap_complete::Shell),
+    /// `man`, into a directory when given.
+    Man(Option<PathBuf>),
+}
+
 impl Cli {
+    /// The plan of the command line: every combination checked, each refusal naming its fix.
+    pub fn plan(&self, g: &Globals) -> anyhow::Result<Plan> {
+        self.refuse_misplaced()?;
+        let Some(command) = &self.command else {
+            return Ok(Plan::Snapshot(self.snapshot.plan(g)?));
+        };
+        Ok(match command {
+            Command::Capture(a) => Plan::Capture(a.plan(g)?),
+            Command::Demo(a) => Plan::Demo(a.plan(g)?),
+            Command::Simulate(a) => Plan::Simulate(a.plan(g)?),
+            Command::Record(a) => Plan::Record(a.plan(g)?),
+            Command::Guard(a) => Plan::Guard(a.plan(g)?),
+            Command::Serve(a) => Plan::Serve(a.plan(g)?),
+            Command::Report(a) => Plan::Report(a.plan(g)?),
+            Command::Plot(a) => Plan::Plot(a.plan(g)?),
+            Command::Top(a) => Plan::Top(a.plan(g)?),
+            Command::Project(a) => Plan::Project(a.plan(g)?),
+            Command::Experiment(a) => Plan::Experiment(a.plan(g)?),
+            Command::Show(a) => Plan::Show(a.plan(g)?),
+            Command::Diff(a) => Plan::Diff(a.plan(g)?),
+            Command::Doctor(a) => Plan::Doctor(a.plan(g)?),
+            Command::Completions(a) => Plan::Completions(a.shell),
+            Command::Man(a) => Plan::Man(a.dir.clone()),
+        })
+    }
+
     /// Refuses a snapshot option written before a command, where it would mean nothing.
     pub fn refuse_misplaced(&self) -> Result<(), UsageError> {
         match (&self.command, self.snapshot.given()) {
@@ -270,6 +335,66 @@ mod tests {
             help.contains("--output <DIR>") && !help.contains("--out "),
             "{help}"
         );
+    }
+
+    /// Plans `args` (after `gpuledger`).
+    fn plan(args: &[&str]) -> anyhow::Result<Plan> {
+        let cli = Cli::try_parse_from([&["gpuledger"], args].concat())?;
+        cli.plan(&globals::tests::plain())
+    }
+
+    #[test]
+    fn every_command_plans_from_its_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new");
+        let f = new.to_str().unwrap();
+        let lines: [&[&str]; 12] = [
+            &["--json", "--sort", "pid"],
+            &["top", "--sort", "pid"],
+            &["serve", "--listen", ":9464", "--min-process-bytes", "1MiB"],
+            &["project", "--ranks", "8", "--vram-per-rank", "16GiB"],
+            &["report", "-o", f, "--template", "generic"],
+            &["plot", "a.ledger", "-o", f],
+            &["capture", "-o", f],
+            &["simulate", "leak", "-o", f],
+            &["doctor", "--json", "--fail-on", "warning"],
+            &["demo"],
+            &["completions", "bash"],
+            &["man"],
+        ];
+        for args in lines {
+            if let Err(e) = plan(args) {
+                panic!("{args:?}: {e:#}");
+            }
+        }
+        let Ok(Plan::Project(p)) = plan(&["project", "--ranks", "8", "--from", "r.ledger"]) else {
+            panic!("a project plan")
+        };
+        assert_eq!(p.basis, Basis::Recording("r.ledger".into()));
+        let Ok(Plan::Report(r)) = plan(&["report", "-o", "-"]) else {
+            panic!("a report plan")
+        };
+        assert_eq!(r.output, None, "-o - is standard output");
+    }
+
+    #[test]
+    fn bad_combinations_are_refused_naming_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let there = dir.path().join("there");
+        std::fs::write(&there, "").unwrap();
+        let t = there.to_str().unwrap();
+        for args in [vec!["report", "-o", t], vec!["plot", "a.ledger", "-o", t]] {
+            let err = plan(&args).unwrap_err().to_string();
+            assert!(err.contains("add --force"), "{args:?}: {err}");
+        }
+        assert!(plan(&["plot", "a.ledger", "-o", t, "--force"]).is_ok());
+        let err = plan(&["--json", "show", "x"]).unwrap_err().to_string();
+        assert!(err.contains("gpuledger show --json FILE"), "{err}");
+        let err = plan(&["doctor", "--format", "csv"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("doctor has no --format csv"), "{err}");
+        assert!(plan(&["simulate", "leak"]).is_err(), "simulate needs -o");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use gpuledger::recording::run::{record, RunOptions, Target};
 use gpuledger::root::Root;
 use gpuledger::timeline::RunSummary;
 use gpuledger::units::{human_bytes, human_opt};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -76,6 +77,12 @@ pub fn run(g: &Globals, plan: ExperimentPlan) -> Result<ExitCode> {
         }
         measures.push(measure(name, &runs));
     }
+    super::print(&comparison(&measures, &dir))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The comparison of every configuration's measures, the verdict and where the recordings are.
+fn comparison(measures: &[Measures], dir: &Path) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let line = |what: &str, f: &dyn Fn(&Measures) -> String| {
         let mut r = vec![what.to_string()];
@@ -113,8 +120,7 @@ pub fn run(g: &Globals, plan: ExperimentPlan) -> Result<ExitCode> {
         "\nRecordings in {} (compare two with `gpuledger diff`).\n",
         dir.display()
     ));
-    super::print(&out)?;
-    Ok(ExitCode::SUCCESS)
+    out
 }
 
 /// `--list-controls`: the built-in controls as a table.

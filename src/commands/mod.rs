@@ -19,7 +19,7 @@ mod simulate;
 mod snapshot;
 mod top;
 
-use crate::cli::{Cli, Command, FilterArgs, Globals, EXIT_FINDING};
+use crate::cli::{Cli, FilterArgs, Globals, Plan, EXIT_FINDING};
 use anyhow::Result;
 use gpuledger::findings::Severity;
 use gpuledger::ledger::{Filter, Ledger};
@@ -29,28 +29,25 @@ use std::process::ExitCode;
 
 /// Runs the parsed command line: plans it, then runs the plan.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    cli.refuse_misplaced()?;
     let g = Globals::new(&cli)?;
-    let Some(command) = &cli.command else {
-        return snapshot::run(&g, cli.snapshot.plan(&g)?);
-    };
-    match command {
-        Command::Capture(a) => capture::run(&g, a.plan(&g)?),
-        Command::Demo(a) => demo::run(a.plan(&g)?.as_deref(), &g.thresholds),
-        Command::Simulate(a) => simulate::run(a.plan(&g)?),
-        Command::Record(a) => record::run(&g, a.plan(&g)?),
-        Command::Guard(a) => guard::run(&g, &a.plan(&g)?),
-        Command::Serve(a) => serve::run(&g, a.plan(&g)?),
-        Command::Report(a) => report::run(&g, a.plan(&g)?),
-        Command::Plot(a) => plot::run(a.plan(&g)?),
-        Command::Top(a) => top::run(&g, a.plan(&g)?),
-        Command::Project(a) => project::run(&g, a.plan(&g)?),
-        Command::Experiment(a) => experiment::run(&g, a.plan(&g)?),
-        Command::Show(a) => show::run(&g, a.plan(&g)?),
-        Command::Diff(a) => diff::run(a.plan(&g)?),
-        Command::Doctor(a) => doctor::run(&g, a.plan(&g)?),
-        Command::Completions(a) => meta::completions(a.shell),
-        Command::Man(a) => meta::man(a.dir.as_deref()),
+    match cli.plan(&g)? {
+        Plan::Snapshot(p) => snapshot::run(&g, p),
+        Plan::Capture(p) => capture::run(&g, p),
+        Plan::Demo(keep) => demo::run(keep.as_deref(), &g.thresholds),
+        Plan::Simulate(p) => simulate::run(p),
+        Plan::Record(p) => record::run(&g, p),
+        Plan::Guard(p) => guard::run(&g, &p),
+        Plan::Serve(p) => serve::run(&g, p),
+        Plan::Report(p) => report::run(&g, p),
+        Plan::Plot(p) => plot::run(p),
+        Plan::Top(p) => top::run(&g, p),
+        Plan::Project(p) => project::run(&g, p),
+        Plan::Experiment(p) => experiment::run(&g, p),
+        Plan::Show(p) => show::run(&g, p),
+        Plan::Diff(p) => diff::run(p),
+        Plan::Doctor(p) => doctor::run(&g, p),
+        Plan::Completions(shell) => meta::completions(shell),
+        Plan::Man(dir) => meta::man(dir.as_deref()),
     }
 }
 
