@@ -121,13 +121,9 @@ impl RecordArgs {
         } else {
             RecordTarget::All
         };
-        let output = match &self.output.output {
-            Some(path) => {
-                self.output.refuse_existing(path)?;
-                path.clone()
-            }
-            None => default_output(),
-        };
+        // An existing recording is refused when it is created (without --force), after the
+        // target is found: a missing cgroup or job is the error to report first.
+        let output = self.output.output.clone().unwrap_or_else(default_output);
         Ok(RecordPlan {
             output,
             force: self.output.force,
@@ -212,14 +208,16 @@ mod tests {
     }
 
     #[test]
-    fn an_existing_output_is_refused_without_force() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.ledger");
-        std::fs::write(&file, "").unwrap();
-        let path = file.to_str().unwrap();
-        let err = plan(&["-o", path, "--all"]).unwrap_err().to_string();
-        assert!(err.contains("add --force"), "{err}");
-        assert!(plan(&["-o", path, "--force", "--all"]).unwrap().force);
+    fn the_output_and_force_are_carried_and_a_default_name_is_free() {
+        let p = plan(&["-o", "a.ledger", "--force", "--all"]).unwrap();
+        assert_eq!((p.output, p.force), (PathBuf::from("a.ledger"), true));
+        let p = plan(&["--all"]).unwrap();
+        let name = p.output.to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("gpuledger-") && name.ends_with(".ledger"),
+            "{name}"
+        );
+        assert!(!p.output.exists());
     }
 
     #[test]
