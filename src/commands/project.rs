@@ -18,45 +18,8 @@ pub fn run(g: &Globals, plan: ProjectPlan) -> Result<ExitCode> {
         peers,
         host_mem,
     } = plan;
-    let (mirror, basis) = match &basis {
-        Basis::Recording(f) => {
-            let rec = gpuledger::recording::open(f).context("project")?;
-            let m = peaks(&rec)
-                .into_iter()
-                .filter(|p| !p.home)
-                .map(|p| p.host)
-                .max()
-                .unwrap_or(0);
-            if m == 0 {
-                bail!(
-                    "{} shows no host-class memory on a peer device: nothing to project",
-                    f.display()
-                );
-            }
-            (m, format!("largest per-peer mirror in {}", f.display()))
-        }
-        Basis::VramPerRank(v) => (*v, "--vram-per-rank".to_string()),
-    };
-    let (total, in_use, against) = match host_mem {
-        Some(h) => (h, 0, "--host-mem".to_string()),
-        None => {
-            let mut s = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
-            let l = Ledger::from_snapshot(s.sample()?);
-            let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
-                bail!("MemTotal/MemAvailable not readable: pass --host-mem");
-            };
-            let used = t.saturating_sub(a);
-            (
-                t,
-                used,
-                format!(
-                    "this machine ({} total, {} in use now)",
-                    human_bytes(t),
-                    human_bytes(used)
-                ),
-            )
-        }
-    };
+    let (mirror, basis) = mirror_of(&basis)?;
+    let (total, in_use, against) = host_of(g, host_mem)?;
     let outlook = project(ranks, peers, mirror, total, in_use).context("project")?;
     let table: Vec<Vec<String>> = outlook
         .rows
@@ -92,6 +55,53 @@ pub fn run(g: &Globals, plan: ProjectPlan) -> Result<ExitCode> {
     out.push_str(&conclusion(&outlook, ranks, peers, mirror));
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The per-peer mirror size and where it comes from.
+fn mirror_of(basis: &Basis) -> Result<(u64, String)> {
+    Ok(match basis {
+        Basis::Recording(f) => {
+            let rec = gpuledger::recording::open(f).context("project")?;
+            let m = peaks(&rec)
+                .into_iter()
+                .filter(|p| !p.home)
+                .map(|p| p.host)
+                .max()
+                .unwrap_or(0);
+            if m == 0 {
+                bail!(
+                    "{} shows no host-class memory on a peer device: nothing to project",
+                    f.display()
+                );
+            }
+            (m, format!("largest per-peer mirror in {}", f.display()))
+        }
+        Basis::VramPerRank(v) => (*v, "--vram-per-rank".to_string()),
+    })
+}
+
+/// The host RAM projected against (total, in use, in words): `--host-mem`, else this machine.
+fn host_of(g: &Globals, host_mem: Option<u64>) -> Result<(u64, u64, String)> {
+    Ok(match host_mem {
+        Some(h) => (h, 0, "--host-mem".to_string()),
+        None => {
+            let mut s = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
+            let l = Ledger::from_snapshot(s.sample()?);
+            let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
+                bail!("MemTotal/MemAvailable not readable: pass --host-mem");
+            };
+            let used = t.saturating_sub(a);
+            (
+                t,
+                used,
+                format!(
+                    "this machine ({} total, {} in use now)",
+                    human_bytes(t),
+                    human_bytes(used)
+                ),
+            )
+        }
+    })
 }
 
 /// The sentence under the table; it speaks of the rows above it and, when they all fit, of the
