@@ -42,8 +42,8 @@ fn ledger_and_findings_seed_2622(b: divan::Bencher) {
         .sample()
         .unwrap();
     let t = Thresholds::default();
-    b.bench(|| {
-        let l = Ledger::from_snapshot(divan::black_box(&snap));
+    b.with_inputs(|| snap.clone()).bench_values(|snap| {
+        let l = Ledger::from_snapshot(divan::black_box(snap));
         analyze(&l, &t)
     });
 }
@@ -84,7 +84,7 @@ fn snapshot_per_client(b: divan::Bencher, ranks: u32) {
         ranks as usize * ranks as usize,
     ))
     .bench_local(|| {
-        let l = Ledger::from_snapshot(&s.sample().unwrap());
+        let l = Ledger::from_snapshot(s.sample().unwrap());
         analyze(&l, &t)
     });
 }

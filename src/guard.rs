@@ -8,11 +8,12 @@
 //! alive: a live member pins the group id, so it cannot belong to anyone else.
 //!
 //! When to act is [`check`]; what to do over time (warn once, SIGTERM, SIGKILL after the grace, the
-//! job's end and what it leaves behind) is [`machine`], which the binary steps on the system clock.
+//! job's end and what it leaves behind) is [`machine`], which [`run`] steps on the system clock.
 
 pub mod family;
 pub mod job_cgroup;
 pub mod machine;
+pub mod run;
 
 use crate::ledger::{Ledger, MemClass};
 use crate::units::{human_bytes, SizeSpec};

@@ -34,16 +34,16 @@ pub const SNAPSHOT: &str = concat!(
 pub const DEMO: &str = concat!(
     "Examples:\n",
     "  gpuledger demo\n",
-    "  gpuledger demo --keep demo && gpuledger show demo/A-eager.ledger\n\n",
+    "  gpuledger demo -o demo && gpuledger show demo/A-eager.ledger\n\n",
     exit_status!(),
 );
 
 /// `simulate`.
 pub const SIMULATE: &str = concat!(
     "Examples:\n",
-    "  gpuledger simulate ddp-peer-mirror --out sim && gpuledger --root sim\n",
-    "  gpuledger simulate ddp-peer-mirror --out sim --ranks 8 --force\n",
-    "  gpuledger simulate leak --out sim --live 60s &\n",
+    "  gpuledger simulate ddp-peer-mirror -o sim && gpuledger --root sim\n",
+    "  gpuledger simulate ddp-peer-mirror -o sim --ranks 8 --force\n",
+    "  gpuledger simulate leak -o sim --live 60s &\n",
     "  gpuledger --root sim record --all --duration 30s -o leak.ledger\n\n",
     exit_status!(),
 );

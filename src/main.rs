@@ -41,7 +41,7 @@ fn printable(message: &str) -> String {
 
 /// 2 for a usage error (as clap exits for its own), 1 for anything that went wrong at run time.
 fn exit_status(err: &anyhow::Error) -> u8 {
-    if err.downcast_ref::<commands::UsageError>().is_some() {
+    if err.downcast_ref::<cli::UsageError>().is_some() {
         2
     } else {
         1

@@ -1,25 +1,26 @@
 //! `gpuledger capture`.
 
-use super::Ctx;
-use anyhow::{bail, Context, Result};
+use crate::cli::{CapturePlan, Globals, OutputExists};
+use anyhow::{Context, Result};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(ctx: &Ctx, output: &Path, pids: Vec<u32>, force: bool) -> Result<ExitCode> {
+/// Runs `capture`.
+pub fn run(g: &Globals, plan: CapturePlan) -> Result<ExitCode> {
+    let (output, force) = (plan.output.as_path(), plan.force);
     if !force && occupied(output) {
         // Exit 1 like `record` and `simulate` refusing theirs: the flags are fine, the file is there.
-        bail!(
-            "{} already exists; choose another -o, or pass --force to overwrite it",
-            output.display()
-        );
+        return Err(OutputExists {
+            path: output.to_path_buf(),
+        }
+        .into());
     }
     if force && output.is_dir() {
         // A forced capture tree replaces the old one instead of mixing with its pids.
         gpuledger::tree_writer::TreeWriter::fresh(output, true).context("-o")?;
     }
-    let root = ctx.open_root()?;
-    let pids = (!pids.is_empty()).then_some(pids);
-    let summary = gpuledger::capture::capture(root, pids, output)
+    let root = g.open_root()?;
+    let summary = gpuledger::capture::capture(root, plan.pids, output)
         .with_context(|| format!("capture to {}", output.display()))?;
     eprintln!(
         "wrote {}: {} GPU processes, {} DRM fds, {} devices (environment allow-listed; read it back with --root {})",

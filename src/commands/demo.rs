@@ -1,8 +1,8 @@
 //! `gpuledger demo`: the seed's regression, proven in the simulator in a few seconds.
 
 use anyhow::{Context, Result};
-use gpuledger::findings::{analyze, Thresholds};
-use gpuledger::ledger::Ledger;
+use gpuledger::findings::Thresholds;
+use gpuledger::observe::Observer;
 use gpuledger::outputs::diff::render_diff;
 use gpuledger::outputs::{show, table};
 use gpuledger::recording;
@@ -15,6 +15,7 @@ use gpuledger::tree_writer::TreeWriter;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// Runs the demo, keeping its files in `keep` when given.
 pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
     let tmp = tempfile::tempdir()?;
     let dir = keep.unwrap_or(tmp.path());
@@ -45,12 +46,12 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
                 Scope::All,
                 SamplerOptions::default(),
             );
-            let ledger = Ledger::from_snapshot(&sampler.sample()?);
+            let seen = Observer::new(t.clone()).sample(&mut sampler)?;
             out.push_str(&format!(
                 "=== Snapshot of run A at its plateau (gpuledger --root {})\n\n",
                 snap_dir.display()
             ));
-            out.push_str(&table::render_snapshot(&ledger, &analyze(&ledger, t)));
+            out.push_str(&table::render_snapshot(&seen.ledger, &seen.findings));
         }
         files.push(ledger_file);
     }
@@ -72,7 +73,7 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
         "B-deferred (26.05-like)",
     ));
     if keep.is_none() {
-        out.push_str("\n(run `gpuledger demo --keep DIR` to keep the trees and recordings)\n");
+        out.push_str("\n(run `gpuledger demo -o DIR` to keep the trees and recordings)\n");
     }
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)

@@ -1,19 +1,21 @@
 //! `gpuledger diff`: two runs, each one recording or one job's recordings (a set of nodes).
 
 use super::recordings::open_all;
+use crate::cli::{DiffPlan, Format};
 use anyhow::Result;
-use gpuledger::outputs::diff::render_diff;
+use gpuledger::outputs::diff::{render_diff, render_json};
 use gpuledger::timeline::diff::diff;
 use gpuledger::timeline::JobSet;
-use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(a: &Path, b: &Path, json: bool) -> Result<ExitCode> {
+/// Runs `diff`'s plan; `--fail-on` looks at both runs' peer-mirror findings.
+pub fn run(plan: DiffPlan) -> Result<ExitCode> {
+    let (a, b) = (&plan.a, &plan.b);
     let ra = JobSet::of(&open_all(&[a.to_path_buf()], "diff, run A")?);
     let rb = JobSet::of(&open_all(&[b.to_path_buf()], "diff, run B")?);
     let d = diff(&ra.merged(), &rb.merged());
-    if json {
-        super::print(&(serde_json::to_string_pretty(&d)? + "\n"))?;
+    if plan.format == Format::Json {
+        super::print(&render_json(&d))?;
     } else {
         let mut text = String::new();
         for (name, set) in [("A", &ra), ("B", &rb)] {
@@ -28,5 +30,11 @@ pub fn run(a: &Path, b: &Path, json: bool) -> Result<ExitCode> {
         ));
         super::print(&text)?;
     }
-    Ok(ExitCode::SUCCESS)
+    let worst = d
+        .peer_mirrors
+        .iter()
+        .flatten()
+        .map(|f| f.worst_severity)
+        .max();
+    Ok(super::fail_on(worst, plan.fail_on))
 }

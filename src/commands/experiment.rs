@@ -1,70 +1,31 @@
 //! `gpuledger experiment`.
 
-use anyhow::{bail, Context, Result};
-use gpuledger::experiment::{builtin, measure, parse_controls, verdict, Control, Measures};
-use gpuledger::findings::Thresholds;
+use crate::cli::{ExperimentPlan, ExperimentRun, Globals};
+use anyhow::{Context, Result};
+use gpuledger::experiment::{builtin, measure, verdict, Control, Measures};
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::recording::run::{record, RunOptions, Target};
 use gpuledger::root::Root;
 use gpuledger::timeline::RunSummary;
 use gpuledger::units::{human_bytes, human_opt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    root: Option<&Path>,
-    controls: &[String],
-    repeat: u32,
-    list: bool,
-    output: Option<&Path>,
-    interval: std::time::Duration,
-    command: &[String],
-    t: &Thresholds,
-) -> Result<ExitCode> {
-    if list {
-        let rows: Vec<Vec<String>> = builtin()
-            .into_iter()
-            .map(|c| {
-                vec![
-                    c.name,
-                    c.env
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    c.about,
-                ]
-            })
-            .collect();
-        super::print(&render(
-            "",
-            &[
-                ("CONTROL", Align::Left),
-                ("ENVIRONMENT", Align::Left),
-                ("ISOLATES", Align::Left),
-            ],
-            &rows,
-        ))?;
-        super::print("\nUser-defined: --controls 'NAME:VAR=VAL,VAR=VAL'. Debug keys are for diagnosis, not production.\n")?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if command.is_empty() {
-        bail!("experiment needs a command after --");
-    }
-    let list: Vec<String> = controls
-        .iter()
-        .flat_map(|c| c.split(',').map(String::from))
-        .collect::<Vec<_>>();
-    let chosen = if list.is_empty() {
-        builtin()
-    } else {
-        parse_controls(&join_user_controls(&list))?
+/// Runs `experiment`'s plan.
+pub fn run(g: &Globals, plan: ExperimentPlan) -> Result<ExitCode> {
+    let run = match plan {
+        ExperimentPlan::ListControls => return list_controls(),
+        ExperimentPlan::Run(run) => run,
     };
-    let dir = output
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(format!("gpuledger-experiment-{}", std::process::id())));
+    let ExperimentRun {
+        controls: chosen,
+        repeat,
+        dir,
+        interval,
+        command,
+    } = run;
+    let root = g.root.as_deref();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     if let Some(r) = root {
         std::fs::create_dir_all(r)
@@ -73,7 +34,7 @@ pub fn run(
     let opts = RunOptions {
         interval,
         duration: None,
-        thresholds: t.clone(),
+        thresholds: g.thresholds.clone(),
         rates: Vec::new(),
         trace: None,
     };
@@ -87,7 +48,7 @@ pub fn run(
     let stop = AtomicBool::new(false);
     for (name, env) in &configs {
         let mut runs = Vec::new();
-        for i in 0..repeat.max(1) {
+        for i in 0..repeat {
             let file = dir.join(format!("{}-{i}.ledger", name.replace(' ', "-")));
             let _ = std::fs::remove_file(&file);
             let root = match root {
@@ -97,13 +58,13 @@ pub fn run(
             eprintln!(
                 "gpuledger experiment: {name} (run {}/{}) -> {}",
                 i + 1,
-                repeat.max(1),
+                repeat,
                 file.display()
             );
             record(
                 root,
                 &Target::Command {
-                    argv: command.to_vec(),
+                    argv: command.clone(),
                     env: env.clone(),
                 },
                 &file,
@@ -116,6 +77,12 @@ pub fn run(
         }
         measures.push(measure(name, &runs));
     }
+    super::print(&comparison(&measures, &dir))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The comparison of every configuration's measures, the verdict and where the recordings are.
+fn comparison(measures: &[Measures], dir: &Path) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let line = |what: &str, f: &dyn Fn(&Measures) -> String| {
         let mut r = vec![what.to_string()];
@@ -153,21 +120,34 @@ pub fn run(
         "\nRecordings in {} (compare two with `gpuledger diff`).\n",
         dir.display()
     ));
-    super::print(&out)?;
-    Ok(ExitCode::SUCCESS)
+    out
 }
 
-/// `a,b,mine:X=1,Y=2` splits at every comma; put user controls' assignments back together.
-fn join_user_controls(parts: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in parts {
-        match out.last_mut() {
-            Some(last) if last.contains(':') && p.contains('=') && !p.contains(':') => {
-                last.push(',');
-                last.push_str(p);
-            }
-            _ => out.push(p.clone()),
-        }
-    }
-    out
+/// `--list-controls`: the built-in controls as a table.
+fn list_controls() -> Result<ExitCode> {
+    let rows: Vec<Vec<String>> = builtin()
+        .into_iter()
+        .map(|c| {
+            vec![
+                c.name,
+                c.env
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                c.about,
+            ]
+        })
+        .collect();
+    super::print(&render(
+        "",
+        &[
+            ("CONTROL", Align::Left),
+            ("ENVIRONMENT", Align::Left),
+            ("ISOLATES", Align::Left),
+        ],
+        &rows,
+    ))?;
+    super::print("\nUser-defined: --controls 'NAME:VAR=VAL,VAR=VAL'. Debug keys are for diagnosis, not production.\n")?;
+    Ok(ExitCode::SUCCESS)
 }

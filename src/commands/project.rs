@@ -1,6 +1,6 @@
 //! `gpuledger project`.
 
-use crate::cli::PeersArg;
+use crate::cli::{Basis, Globals, ProjectPlan};
 use anyhow::{bail, Context, Result};
 use gpuledger::ledger::Ledger;
 use gpuledger::outputs::text_table::{render, Align};
@@ -8,62 +8,18 @@ use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::timeline::peaks;
 use gpuledger::timeline::project::{peers_per_rank, project, Outlook, Peers, MAX_RANKS};
 use gpuledger::units::human_bytes;
-use std::path::Path;
 use std::process::ExitCode;
 
-/// Runs `project`; clap has checked `ranks` (2 to MAX_RANKS) and that `from` or `vram` is given.
-pub fn run(
-    ctx: &super::Ctx,
-    ranks: u32,
-    from: Option<&Path>,
-    vram: Option<u64>,
-    peers: PeersArg,
-    host_mem: Option<u64>,
-) -> Result<ExitCode> {
-    let peers = match peers {
-        PeersArg::All => Peers::All,
-        PeersArg::Ring => Peers::Ring,
-    };
-    let (mirror, basis) = match (from, vram) {
-        (Some(f), _) => {
-            let rec = gpuledger::recording::open(f).context("project")?;
-            let m = peaks(&rec)
-                .into_iter()
-                .filter(|p| !p.home)
-                .map(|p| p.host)
-                .max()
-                .unwrap_or(0);
-            if m == 0 {
-                bail!(
-                    "{} shows no host-class memory on a peer device: nothing to project",
-                    f.display()
-                );
-            }
-            (m, format!("largest per-peer mirror in {}", f.display()))
-        }
-        (None, Some(v)) => (v, "--vram-per-rank".to_string()),
-        (None, None) => bail!("project needs --from RECORDING or --vram-per-rank SIZE"),
-    };
-    let (total, in_use, against) = match host_mem {
-        Some(h) => (h, 0, "--host-mem".to_string()),
-        None => {
-            let mut s = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
-            let l = Ledger::from_snapshot(&s.sample()?);
-            let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
-                bail!("MemTotal/MemAvailable not readable: pass --host-mem");
-            };
-            let used = t.saturating_sub(a);
-            (
-                t,
-                used,
-                format!(
-                    "this machine ({} total, {} in use now)",
-                    human_bytes(t),
-                    human_bytes(used)
-                ),
-            )
-        }
-    };
+/// Runs `project`; the plan has checked the rank range and the basis.
+pub fn run(g: &Globals, plan: ProjectPlan) -> Result<ExitCode> {
+    let ProjectPlan {
+        ranks,
+        basis,
+        peers,
+        host_mem,
+    } = plan;
+    let (mirror, basis) = mirror_of(&basis)?;
+    let (total, in_use, against) = host_of(g, host_mem)?;
     let outlook = project(ranks, peers, mirror, total, in_use).context("project")?;
     let table: Vec<Vec<String>> = outlook
         .rows
@@ -99,6 +55,53 @@ pub fn run(
     out.push_str(&conclusion(&outlook, ranks, peers, mirror));
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The per-peer mirror size and where it comes from.
+fn mirror_of(basis: &Basis) -> Result<(u64, String)> {
+    Ok(match basis {
+        Basis::Recording(f) => {
+            let rec = gpuledger::recording::open(f).context("project")?;
+            let m = peaks(&rec)
+                .into_iter()
+                .filter(|p| !p.home)
+                .map(|p| p.host)
+                .max()
+                .unwrap_or(0);
+            if m == 0 {
+                bail!(
+                    "{} shows no host-class memory on a peer device: nothing to project",
+                    f.display()
+                );
+            }
+            (m, format!("largest per-peer mirror in {}", f.display()))
+        }
+        Basis::VramPerRank(v) => (*v, "--vram-per-rank".to_string()),
+    })
+}
+
+/// The host RAM projected against (total, in use, in words): `--host-mem`, else this machine.
+fn host_of(g: &Globals, host_mem: Option<u64>) -> Result<(u64, u64, String)> {
+    Ok(match host_mem {
+        Some(h) => (h, 0, "--host-mem".to_string()),
+        None => {
+            let mut s = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
+            let l = Ledger::from_snapshot(s.sample()?);
+            let (Some(t), Some(a)) = (l.host.mem_total, l.host.mem_available) else {
+                bail!("MemTotal/MemAvailable not readable: pass --host-mem");
+            };
+            let used = t.saturating_sub(a);
+            (
+                t,
+                used,
+                format!(
+                    "this machine ({} total, {} in use now)",
+                    human_bytes(t),
+                    human_bytes(used)
+                ),
+            )
+        }
+    })
 }
 
 /// The sentence under the table; it speaks of the rows above it and, when they all fit, of the

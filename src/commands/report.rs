@@ -1,29 +1,25 @@
 //! `gpuledger report`.
 
-use crate::cli::TemplateArg;
+use crate::cli::{Globals, ReportPlan};
 use anyhow::{Context, Result};
-use gpuledger::findings::{analyze, Finding, Thresholds};
+use gpuledger::findings::{Finding, Thresholds};
 use gpuledger::knowledge::KnownIssues;
 use gpuledger::ledger::Ledger;
+use gpuledger::observe::{KernelLog, Observation, Observer};
 use gpuledger::outputs::job_set;
 use gpuledger::recording::Recording;
-use gpuledger::report::{nvidia_from_nvml, recorded, render, ReportInput, Template};
+use gpuledger::report::{nvidia_from_nvml, recorded, render, ReportInput};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use gpuledger::snapshot::Snapshot;
 use gpuledger::sources::kernel_log::WholeLog;
 use gpuledger::sources::system_info::{self, SystemInfo};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(
-    ctx: &super::Ctx,
-    files: &[PathBuf],
-    output: Option<&Path>,
-    template: TemplateArg,
-    redact: bool,
-    t: &Thresholds,
-) -> Result<ExitCode> {
-    let runs = files
+/// Runs `report`'s plan; the plan has refused an existing output without --force.
+pub fn run(g: &Globals, plan: ReportPlan) -> Result<ExitCode> {
+    let t = &g.thresholds;
+    let runs = plan
+        .recordings
         .iter()
         .map(|f| super::recordings::open_run(f, "report"))
         .collect::<Result<Vec<_>>>()?;
@@ -47,12 +43,14 @@ pub fn run(
                 .map(|n| n.node.split(" (").next().unwrap_or("").to_string())
         })
         .collect();
-    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+    let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
-    let mut machine = this_machine(&sampler, &snapshot, t);
+    let known = KnownIssues::of_machine(sampler.root(), &snapshot)
+        .context("the embedded known-issues base")?;
+    let mut machine = this_machine(&sampler, snapshot, t);
     // Recordings and no --root: the report describes the recorded machine, and says how the
     // one it is written on differs.
-    if let (None, Some((name, rec))) = (&ctx.root, recordings.first()) {
+    if let (None, Some((name, rec))) = (&g.root, recordings.first()) {
         machine = recorded_machine(name, rec, &recordings, &machine);
     }
     let Machine {
@@ -66,15 +64,10 @@ pub fn run(
     for (_, rec) in &recordings {
         seen.extend(rec.findings.iter().map(|f| f.at_peak()));
     }
-    let related = KnownIssues::of_machine(sampler.root(), &snapshot)
-        .context("the embedded known-issues base")?
-        .assess(&seen);
+    let related = known.assess(&seen);
     let text = render(&ReportInput {
-        template: match template {
-            TemplateArg::IntelComputeRuntime => Template::IntelComputeRuntime,
-            TemplateArg::Generic => Template::Generic,
-        },
-        redact,
+        template: plan.template,
+        redact: plan.redact,
         ledger: &ledger,
         findings: &findings,
         system: &system,
@@ -85,9 +78,8 @@ pub fn run(
         kernel_log: &kernel_log,
         machine_note,
     });
-    match output {
+    match &plan.output {
         None => super::print(&text)?,
-        Some(p) if p == Path::new("-") => super::print(&text)?,
         Some(p) => {
             std::fs::write(p, &text)
                 .with_context(|| format!("cannot write report {}", p.display()))?;
@@ -111,11 +103,12 @@ struct Machine {
 }
 
 /// The machine (or `--root`) being sampled.
-fn this_machine(sampler: &Sampler, snapshot: &Snapshot, t: &Thresholds) -> Machine {
-    let mut ledger = Ledger::from_snapshot(snapshot);
-    let mut findings = analyze(&ledger, t);
-    let kernel_log = WholeLog::read(sampler.root());
-    gpuledger::findings::kernel::add(&kernel_log, &mut ledger, &mut findings);
+fn this_machine(sampler: &Sampler, snapshot: Snapshot, t: &Thresholds) -> Machine {
+    let root = sampler.root();
+    let nvml = snapshot.nvml.clone();
+    let mut observer = Observer::new(t.clone()).kernel_log(KernelLog::Fresh);
+    let Observation { ledger, findings } = observer.observe(root, snapshot);
+    let kernel_log = observer.last_kernel_log().cloned().unwrap_or_default();
     let pythons: Vec<u32> = ledger
         .processes
         .iter()
@@ -124,7 +117,7 @@ fn this_machine(sampler: &Sampler, snapshot: &Snapshot, t: &Thresholds) -> Machi
         .collect();
     let slots: Vec<String> = ledger.devices.iter().map(|d| d.id.clone()).collect();
     let mut system = system_info::gather(sampler.root(), &pythons, &slots);
-    nvidia_from_nvml(&mut system, snapshot);
+    nvidia_from_nvml(&mut system, &nvml);
     Machine {
         ledger,
         findings,

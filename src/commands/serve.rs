@@ -1,32 +1,24 @@
 //! `gpuledger serve`.
 
-use super::Ctx;
-use crate::cli::FilterArgs;
+use crate::cli::{Globals, ServePlan};
 use anyhow::Result;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
-use gpuledger::serve::{serve, MetricsOptions, ServeOptions};
-use std::net::SocketAddr;
+use gpuledger::serve::{serve, ServeOptions};
 use std::process::ExitCode;
-use std::time::Duration;
 
-pub fn run(
-    ctx: &Ctx,
-    listen: SocketAddr,
-    interval: Duration,
-    metrics: MetricsOptions,
-    filter: &FilterArgs,
-    show_cmdline: bool,
-) -> Result<ExitCode> {
-    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
-    let filter = super::live_filter(&mut sampler, filter)?;
+/// Runs `serve` until killed.
+pub fn run(g: &Globals, plan: ServePlan) -> Result<ExitCode> {
+    let interval = plan.interval;
+    let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
+    let filter = super::live_filter(&mut sampler, &plan.filter)?;
     let opts = ServeOptions {
-        listen,
+        listen: plan.listen,
         interval,
-        thresholds: ctx.thresholds.clone(),
-        metrics,
+        thresholds: g.thresholds.clone(),
+        metrics: plan.metrics,
         connections: Default::default(),
         filter,
-        show_cmdline,
+        show_cmdline: plan.show_cmdline,
     };
     serve(sampler, opts, |addr| {
         eprintln!("gpuledger serve: http://{addr}/metrics (also /healthz, /snapshot.json), sampling every {interval:?}");

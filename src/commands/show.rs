@@ -1,34 +1,36 @@
 //! `gpuledger show`: one recording, or several recordings of one job (one per node) as one job.
 
 use super::recordings::open_all;
-use super::{Ctx, UsageError};
-use crate::cli::FilterArgs;
+use crate::cli::{Format, Globals, ShowPlan, UsageError};
 use anyhow::Result;
+use gpuledger::findings::Severity;
 use gpuledger::outputs::{calls_compare, job_set, show, show_calls};
 use gpuledger::timeline::view::filter_summary;
 use gpuledger::timeline::{JobSet, RunSummary};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Result<ExitCode> {
-    let filtered = !filter.pids.is_empty() || !filter.devices.is_empty();
+/// Runs `show`'s plan.
+pub fn run(g: &Globals, plan: ShowPlan) -> Result<ExitCode> {
+    let (files, filter) = (&plan.files, &plan.filter);
+    let json = plan.format == Format::Json;
     let runs = open_all(files, "show")?;
-    let text = match runs.as_slice() {
+    let (text, worst) = match runs.as_slice() {
         [(name, rec)] => {
             let summary = filter_summary(&RunSummary::of(rec), &filter.pids, &filter.devices)?;
-            if json {
+            let text = if json {
                 with_calls_json(show::render_json(&summary), &summary)?
             } else {
-                let mut text = show::render_text_painted(name, &summary, ctx.paint);
+                let mut text = show::render_text_painted(name, &summary, g.paint);
                 if let Some(c) = &summary.calls {
                     text.push_str(&show_calls::render_calls(c));
                     text.push_str(&calls_compare::render_checks(&summary.call_checks));
                 }
                 text
-            }
+            };
+            (text, worst(&summary))
         }
         // Pids and device slots repeat across nodes: a filter over a job set would be ambiguous.
-        _ if filtered => {
+        _ if filter.is_set() => {
             return Err(UsageError(
                 "show --pid/--device filters one recording; give a single node's recording".into(),
             )
@@ -36,15 +38,23 @@ pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Res
         }
         _ => {
             let set = JobSet::of(&runs);
-            if json {
+            let text = if json {
                 job_set::render_json(&set)
             } else {
                 job_set::render_text(&set)
-            }
+            };
+            (text, worst(&set.merged()))
         }
     };
     super::print(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(super::fail_on(worst, plan.fail_on))
+}
+
+/// The worst severity a recording saw: its findings at their worst over time, and its timeline
+/// findings.
+fn worst(s: &RunSummary) -> Option<Severity> {
+    let recorded = s.findings.iter().map(|f| f.worst_severity);
+    recorded.chain(s.timeline.iter().map(|f| f.finding.severity)).max()
 }
 
 /// The JSON of `show` with the traced calls under `calls` and the counters against them under

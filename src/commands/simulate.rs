@@ -1,39 +1,22 @@
 //! `gpuledger simulate`.
 
-use crate::cli::{BackingArg, SimulateArgs};
+use crate::cli::SimulatePlan;
 use anyhow::{Context, Result};
-use gpuledger::sim::{Backing, LiveWriter, SimParams, Simulation};
+use gpuledger::sim::{LiveWriter, Simulation};
 use gpuledger::tree_writer::TreeWriter;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// Runs `simulate`; clap has checked the scenario, the rank range and the sizes.
-pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
-    let scenario = args.scenario;
-    let mut p = SimParams::new(scenario);
-    if let Some(r) = args.ranks {
-        p.ranks = r;
-    }
-    p.backing = match args.backing {
-        BackingArg::Eager => Backing::Eager,
-        BackingArg::Deferred => Backing::Deferred,
-    };
-    p.host_mem = args.host_mem;
-    if !args.segments.is_empty() {
-        p.segments = args.segments.clone();
-    }
-    p.gpu_accounting = !args.no_gpu_accounting;
-    p.apply_env(|k| std::env::var(k).ok());
-    let live = args.live;
-    if let Some(d) = live {
-        p.duration_s = d.as_secs_f64().max(1.0);
-    }
-    let sim = Simulation::new(p);
-    let tree = TreeWriter::fresh(&args.out, args.force).context("--out")?;
+/// Runs `simulate`.
+pub fn run(plan: SimulatePlan) -> Result<ExitCode> {
+    let scenario = plan.params.scenario;
+    let live = plan.live;
+    let sim = Simulation::new(plan.params);
+    let tree = TreeWriter::fresh(&plan.output, plan.force).context("-o")?;
     let mut writer =
         LiveWriter::new(tree, scenario.name()).context("writing the simulated tree")?;
     let Some(d) = live else {
-        let t = args
+        let t = plan
             .at
             .map_or_else(|| sim.snapshot_t(), |at| at.as_secs_f64());
         writer
@@ -49,21 +32,21 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
                  its processes are gone, the evidence is in dev/kmsg and gpuledger-sim/job.json",
                 sim.params().duration_s
             ),
-            None if args.at.is_some() => format!("{t:.1} s of {:.0} s", sim.params().duration_s),
+            None if plan.at.is_some() => format!("{t:.1} s of {:.0} s", sim.params().duration_s),
             None => format!("{t:.1} s of {:.0} s, the plateau", sim.params().duration_s),
         };
         eprintln!(
             "wrote {} ({}, {moment}): read it with gpuledger --root {}",
-            args.out.display(),
+            plan.output.display(),
             scenario.name(),
-            args.out.display()
+            plan.output.display()
         );
         return Ok(ExitCode::SUCCESS);
     };
     eprintln!(
         "simulating {} live in {} for {:.0} s",
         scenario.name(),
-        args.out.display(),
+        plan.output.display(),
         d.as_secs_f64()
     );
     let start = Instant::now();

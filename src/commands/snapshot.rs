@@ -1,61 +1,53 @@
 //! The default command: one snapshot (or one every `--loop` interval), as tables, JSON or CSV.
 
-use super::Ctx;
-use crate::cli::{FailOn, Format, SnapshotArgs};
+use crate::cli::{Format, Globals, ShowSnapshot, SnapshotPlan};
 use anyhow::{Context, Result};
 use gpuledger::findings::{self, Finding, Severity};
-use gpuledger::knowledge::KnownIssues;
+use gpuledger::knowledge::Base;
 use gpuledger::ledger::{Filter, Ledger};
+use gpuledger::observe::{KernelLog, Observation, Observer};
 use gpuledger::outputs::json::rfc3339;
 use gpuledger::outputs::{csv, json, table};
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
-use gpuledger::sources::kernel_log::WholeLog;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Exit status when --fail-on matched.
-const EXIT_FINDING: u8 = 3;
-
 /// How often a `--loop` wait looks at the stop flag: Ctrl-C ends a 10 s wait within this.
 const STOP_POLL: Duration = Duration::from_millis(20);
 
-pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
-    // clap's possible values for --explain are `findings::Kind::names()`, each with a text.
-    if let Some(text) = args.explain.as_deref().and_then(findings::explain) {
-        super::print(text)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let format = if args.json { Format::Json } else { args.format };
+/// Runs the snapshot plan.
+pub fn run(g: &Globals, plan: SnapshotPlan) -> Result<ExitCode> {
+    let args = match plan {
+        SnapshotPlan::Explain(text) => {
+            super::print(text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        SnapshotPlan::Show(show) => show,
+    };
     let stop = Arc::new(AtomicBool::new(false));
-    if args.loop_interval.is_some() {
+    if args.every.is_some() {
         // Ctrl-C and SIGTERM end the loop between snapshots, so the last one is printed whole.
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, stop.clone()).context("cannot handle signals")?;
         }
     }
-    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
+    let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
+    let base = Base::embedded().context("the embedded known-issues base")?;
+    let mut observer = Observer::new(g.thresholds.clone())
+        .kernel_log(KernelLog::Fresh)
+        .known_issues(base);
     let mut filter: Option<Filter> = None;
-    let mut known: Option<KnownIssues> = None;
     let mut worst: Option<Severity> = None;
     let mut printed = 0u64;
     loop {
         let started = Instant::now();
-        let snap = sampler.sample()?;
-        let mut whole = Ledger::from_snapshot(&snap);
         // Findings first, on the whole machine; the filter only chooses what is shown.
-        let mut found = findings::analyze(&whole, &ctx.thresholds);
-        let log = WholeLog::read(sampler.root());
-        findings::kernel::add(&log, &mut whole, &mut found);
-        let known = match &known {
-            Some(k) => k,
-            None => known.insert(
-                KnownIssues::of_machine(sampler.root(), &snap)
-                    .context("the embedded known-issues base")?,
-            ),
-        };
-        known.extend(&mut found);
+        let Observation {
+            ledger: whole,
+            findings: found,
+        } = observer.sample(&mut sampler)?;
         let filter = match &filter {
             Some(f) => f,
             None => filter.insert(Filter::resolve(
@@ -65,50 +57,40 @@ pub fn run(ctx: &Ctx, args: &SnapshotArgs) -> Result<ExitCode> {
             )?),
         };
         let mut ledger = filter.ledger(&whole);
-        args.sort.key().sort(&mut ledger.processes);
+        args.sort.sort(&mut ledger.processes);
         let shown = filter.findings(&found);
         worst = worst.max(findings::worst(&shown));
-        super::print(&render(ctx, args, format, &ledger, &shown, printed == 0)?)?;
+        super::print(&render(g, &args, &ledger, &shown, printed == 0)?)?;
         printed += 1;
-        let Some(every) = args.loop_interval else {
+        let Some(every) = args.every else {
             break;
         };
         if args.count.is_some_and(|n| printed >= n) || !wait(started + every, &stop) {
             break;
         }
     }
-    let limit = match args.fail_on {
-        None => return Ok(ExitCode::SUCCESS),
-        Some(FailOn::Warning) => Severity::Warning,
-        Some(FailOn::Critical) => Severity::Critical,
-    };
-    Ok(if worst.is_some_and(|w| w >= limit) {
-        ExitCode::from(EXIT_FINDING)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::fail_on(worst, args.fail_on))
 }
 
 /// One snapshot in `format`; `first` says whether it opens the output (CSV's header row).
 fn render(
-    ctx: &Ctx,
-    args: &SnapshotArgs,
-    format: Format,
+    g: &Globals,
+    args: &ShowSnapshot,
     ledger: &Ledger,
     shown: &[Finding],
     first: bool,
 ) -> Result<String> {
-    let looping = args.loop_interval.is_some();
-    Ok(match format {
+    let looping = args.every.is_some();
+    Ok(match args.format {
         Format::Json if looping => json::render_line(ledger, shown),
         Format::Json => json::render(ledger, shown),
         Format::Csv => csv::render(ledger, first)?,
         Format::Table => {
-            let body = table::render_snapshot_detail(ledger, shown, ctx.paint, args.verbose);
+            let body = table::render_snapshot_detail(ledger, shown, g.paint, args.verbose);
             if looping {
                 let stamp = format!("──── {} ────", rfc3339(ledger.time_ms));
                 let gap = if first { "" } else { "\n" };
-                format!("{gap}{}\n{body}", ctx.paint.heading(&stamp))
+                format!("{gap}{}\n{body}", g.paint.heading(&stamp))
             } else {
                 body
             }

@@ -1,16 +1,14 @@
 //! `gpuledger top`.
 
-use super::{Ctx, UsageError};
-use crate::cli::FilterArgs;
+use crate::cli::{Globals, TopPlan, UsageError};
 use anyhow::{Context, Result};
-use gpuledger::ledger::SortKey;
 use gpuledger::outputs::top::TopOptions;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::Duration;
 
-pub fn run(ctx: &Ctx, interval: Duration, sort: SortKey, filter: &FilterArgs) -> Result<ExitCode> {
+/// Runs `top` until q.
+pub fn run(g: &Globals, plan: TopPlan) -> Result<ExitCode> {
     // Checked before the terminal is touched: without one, raw mode fails half-way through setup.
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(UsageError(
@@ -21,14 +19,14 @@ pub fn run(ctx: &Ctx, interval: Duration, sort: SortKey, filter: &FilterArgs) ->
         )
         .into());
     }
-    let mut sampler = Sampler::new(ctx.open_root()?, Scope::All, SamplerOptions::default());
-    let filter = super::live_filter(&mut sampler, filter)?;
+    let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
+    let filter = super::live_filter(&mut sampler, &plan.filter)?;
     let opts = TopOptions {
-        interval,
-        sort,
+        interval: plan.interval,
+        sort: plan.sort,
         filter,
-        color: ctx.paint.color,
+        color: g.paint.color,
     };
-    gpuledger::outputs::top::run(sampler, &opts, &ctx.thresholds).context("top")?;
+    gpuledger::outputs::top::run(sampler, &opts, &g.thresholds).context("top")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -25,7 +25,11 @@ impl KnownIssues {
     /// come from `system_info` (package managers on the live machine, `var/lib/dpkg/status` in
     /// a capture tree, `/sys/module/*/version`, NVML); a machine without GPUs is not asked.
     pub fn of_machine(root: &Root, snap: &Snapshot) -> Result<KnownIssues, KnowledgeError> {
-        let base = Base::embedded()?;
+        Ok(KnownIssues::with_base(Base::embedded()?, root, snap))
+    }
+
+    /// [`KnownIssues::of_machine`] with a base already loaded.
+    pub fn with_base(base: Base, root: &Root, snap: &Snapshot) -> KnownIssues {
         let facts = if snap.devices.is_empty() && snap.nvml.is_empty() {
             Facts::default()
         } else {
@@ -39,7 +43,7 @@ impl KnownIssues {
             let sys = system_info::gather(root, &pythons, &[]);
             Facts::of_machine(&base, root, snap, &sys, Vec::new()).0
         };
-        Ok(KnownIssues { base, facts })
+        KnownIssues { base, facts }
     }
 
     /// The entries that apply, given the findings of a sample (their signatures make a match

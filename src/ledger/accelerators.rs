@@ -1,11 +1,12 @@
 //! Usage that does not come from DRM fdinfo: NVIDIA (NVML, CUDA pinned memory) and ROCm KFD.
 
 use super::{MemClass, Usage, UsageSource};
-use crate::snapshot::{ProcessSample, Snapshot};
+use crate::snapshot::ProcessSample;
+use crate::sources::nvml::NvGpu;
 
 /// NVML's used GPU memory as region `vram`, and CUDA pinned host memory (shared `/dev/zero`
 /// mappings) as host-class region `pinned-shmem` on the process's first NVIDIA GPU.
-pub(super) fn nvidia_usage(s: &Snapshot, p: &ProcessSample) -> Vec<Usage> {
+pub(super) fn nvidia_usage(nvml: &[NvGpu], p: &ProcessSample) -> Vec<Usage> {
     let usage = |device: &str, region: &str, class, source, bytes: Option<u64>| Usage {
         device: device.to_string(),
         region: region.to_string(),
@@ -17,8 +18,7 @@ pub(super) fn nvidia_usage(s: &Snapshot, p: &ProcessSample) -> Vec<Usage> {
         purgeable: None,
         active: None,
     };
-    let mut out: Vec<Usage> = s
-        .nvml
+    let mut out: Vec<Usage> = nvml
         .iter()
         .filter_map(|g| {
             let (_, used) = g.processes.iter().find(|(pid, _)| *pid == p.pid)?;

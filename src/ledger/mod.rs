@@ -224,87 +224,65 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// Attributes a snapshot.
-    pub fn from_snapshot(s: &Snapshot) -> Ledger {
-        let clients = dedup_clients(s);
-        let mut processes: Vec<ProcessRow> = s
-            .processes
-            .iter()
-            .map(|p| {
-                let owned: Vec<&Client> = clients.iter().filter(|c| c.owner == p.pid).collect();
-                let mut usage = sum_usage(&owned);
-                usage.extend(accelerators::nvidia_usage(s, p));
-                usage.extend(accelerators::kfd_usage(p, &usage));
-                let shared_with_others = clients
-                    .iter()
-                    .filter(|c| c.owner != p.pid && c.holders.iter().any(|h| h.0 == p.pid))
-                    .filter_map(|c| Some((c.client_id?, c.owner)))
-                    .collect();
-                ProcessRow {
-                    pid: p.pid,
-                    nspid: if p.nspid.len() > 1 {
-                        p.nspid.clone()
-                    } else {
-                        Vec::new()
-                    },
-                    comm: p.comm.clone(),
-                    cmdline: p.cmdline.clone(),
-                    rank: env_number(
-                        &p.env,
-                        &[
-                            "RANK",
-                            "OMPI_COMM_WORLD_RANK",
-                            "PMI_RANK",
-                            "PMIX_RANK",
-                            "SLURM_PROCID",
-                        ],
-                    ),
-                    local_rank: env_number(
-                        &p.env,
-                        &[
-                            "LOCAL_RANK",
-                            "OMPI_COMM_WORLD_LOCAL_RANK",
-                            "MPI_LOCALRANKID",
-                            "SLURM_LOCALID",
-                        ],
-                    ),
-                    home_device: home_device(&usage),
-                    usage,
-                    env: p.env.clone(),
-                    shared_with_others,
-                    has_nvidia_fds: p
-                        .other_gpu_fds
-                        .iter()
-                        .any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Nvidia),
-                    has_kfd_fd: p
-                        .other_gpu_fds
-                        .iter()
-                        .any(|g| g.kind == crate::sources::proc_pid::GpuFdKind::Kfd),
-                    cgroup: p.cgroup.clone(),
-                    labels: job_labels(p, &s.pod_names),
+    /// Attributes a snapshot, taking it by value: its strings (names, command lines,
+    /// environments, regions) move into the ledger instead of being copied.
+    pub fn from_snapshot(s: Snapshot) -> Ledger {
+        let host = host::host_totals(&s);
+        let Snapshot {
+            time_ms,
+            root,
+            mut devices,
+            mut processes,
+            nvml,
+            cgroups,
+            pod_names,
+            dmem_capacity,
+            stats,
+            ..
+        } = s;
+        let clients = dedup_clients(&devices, &mut processes);
+        let mut owned: BTreeMap<u32, Vec<&Client>> = BTreeMap::new();
+        let mut shared: BTreeMap<u32, Vec<(u64, u32)>> = BTreeMap::new();
+        for c in &clients {
+            owned.entry(c.owner).or_default().push(c);
+            let Some(id) = c.client_id else { continue };
+            let mut previous = None;
+            for &(pid, _) in &c.holders {
+                if pid != c.owner && previous != Some(pid) {
+                    shared.entry(pid).or_default().push((id, c.owner));
                 }
+                previous = Some(pid);
+            }
+        }
+        let mut rows: Vec<ProcessRow> = processes
+            .into_iter()
+            .map(|p| {
+                let mut usage = sum_usage(owned.get(&p.pid).map_or(&[][..], Vec::as_slice));
+                usage.extend(accelerators::nvidia_usage(&nvml, &p));
+                usage.extend(accelerators::kfd_usage(&p, &usage));
+                let shared_with_others = shared.remove(&p.pid).unwrap_or_default();
+                process_row(p, usage, shared_with_others, &pod_names)
             })
             .collect();
         // Opening /dev/kfd alone (ROCm runtime start-up) is no GPU use.
-        processes.retain(|p| {
+        rows.retain(|p| {
             !(p.has_kfd_fd
                 && p.usage.is_empty()
                 && !p.has_nvidia_fds
                 && p.shared_with_others.is_empty())
         });
-        processes.sort_by_key(|p| (p.rank.is_none(), p.rank, p.pid));
-        let mut devices = s.devices.clone();
+        rows.sort_by_key(|p| (p.rank.is_none(), p.rank, p.pid));
         integrated::mark(&mut devices, &clients);
         Ledger {
-            time_ms: s.time_ms,
-            root: s.root.clone(),
-            host: host::host_totals(s),
+            time_ms,
+            root,
+            host,
             devices,
-            processes,
+            processes: rows,
             clients,
-            stats: s.stats.clone(),
-            cgroups: s.cgroups.clone(),
-            dmem_capacity: s.dmem_capacity.clone(),
+            stats,
+            cgroups,
+            dmem_capacity,
         }
     }
 
@@ -367,12 +345,14 @@ fn env_number(env: &BTreeMap<String, String>, names: &[&str]) -> Option<u32> {
     names.iter().find_map(|n| env.get(*n)?.trim().parse().ok())
 }
 
-fn device_of(s: &Snapshot, fd: &crate::snapshot::DrmFd) -> String {
+/// The device a DRM fd refers to: fdinfo's `drm-pdev`, else the device owning its minor, else
+/// the minor or the link text itself.
+fn device_of(devices: &[DeviceInfo], fd: &crate::snapshot::DrmFd) -> String {
     if let Some(pdev) = &fd.info.pdev {
         return pdev.clone();
     }
     if let Some(minor) = &fd.minor {
-        if let Some(d) = s.devices.iter().find(|d| d.minors.contains(minor)) {
+        if let Some(d) = devices.iter().find(|d| d.minors.contains(minor)) {
             return d.id.clone();
         }
         return minor.clone();
@@ -380,12 +360,20 @@ fn device_of(s: &Snapshot, fd: &crate::snapshot::DrmFd) -> String {
     fd.path.clone()
 }
 
-fn dedup_clients(s: &Snapshot) -> Vec<Client> {
+/// The DRM clients of every process, each once; the processes' DRM fds are moved out (their
+/// regions and names become the clients').
+fn dedup_clients(
+    devices: &[DeviceInfo],
+    processes: &mut [crate::snapshot::ProcessSample],
+) -> Vec<Client> {
     // Key: (device, client id) or, without an id, (device, pid, fd) which is never shared.
     let mut by_key: BTreeMap<(String, Option<u64>, u32, u32), Client> = BTreeMap::new();
-    for p in &s.processes {
-        for fd in p.drm.iter().filter(|f| f.info.is_drm()) {
-            let device = device_of(s, fd);
+    for p in processes.iter_mut() {
+        for fd in std::mem::take(&mut p.drm)
+            .into_iter()
+            .filter(|f| f.info.is_drm())
+        {
+            let device = device_of(devices, &fd);
             let key = match fd.info.client_id {
                 Some(id) => (device.clone(), Some(id), 0, 0),
                 None => (device.clone(), None, p.pid, fd.fd),
@@ -393,12 +381,12 @@ fn dedup_clients(s: &Snapshot) -> Vec<Client> {
             let c = by_key.entry(key).or_insert_with(|| Client {
                 device,
                 client_id: fd.info.client_id,
-                driver: fd.info.driver.clone(),
+                evicted_vram: fd.info.extra_bytes("amd-evicted-vram"),
+                driver: fd.info.driver,
                 owner: p.pid,
                 holders: Vec::new(),
-                regions: fd.info.regions.clone(),
-                evicted_vram: fd.info.extra_bytes("amd-evicted-vram"),
-                path: fd.path.clone(),
+                regions: fd.info.regions,
+                path: fd.path,
             });
             c.owner = c.owner.min(p.pid);
             c.holders.push((p.pid, fd.fd));
@@ -409,6 +397,58 @@ fn dedup_clients(s: &Snapshot) -> Vec<Client> {
         c.holders.sort_unstable();
     }
     out
+}
+
+/// One process's row, its names and environment moved from the sample.
+fn process_row(
+    p: crate::snapshot::ProcessSample,
+    usage: Vec<Usage>,
+    shared_with_others: Vec<(u64, u32)>,
+    pods: &BTreeMap<String, crate::sources::k8s_pods::PodName>,
+) -> ProcessRow {
+    let has = |kind| p.other_gpu_fds.iter().any(|g| g.kind == kind);
+    let has_nvidia_fds = has(crate::sources::proc_pid::GpuFdKind::Nvidia);
+    let has_kfd_fd = has(crate::sources::proc_pid::GpuFdKind::Kfd);
+    let labels = job_labels(&p, pods);
+    let rank = env_number(
+        &p.env,
+        &[
+            "RANK",
+            "OMPI_COMM_WORLD_RANK",
+            "PMI_RANK",
+            "PMIX_RANK",
+            "SLURM_PROCID",
+        ],
+    );
+    let local_rank = env_number(
+        &p.env,
+        &[
+            "LOCAL_RANK",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "MPI_LOCALRANKID",
+            "SLURM_LOCALID",
+        ],
+    );
+    ProcessRow {
+        pid: p.pid,
+        nspid: if p.nspid.len() > 1 {
+            p.nspid
+        } else {
+            Vec::new()
+        },
+        comm: p.comm,
+        cmdline: p.cmdline,
+        rank,
+        local_rank,
+        home_device: home_device(&usage),
+        usage,
+        env: p.env,
+        shared_with_others,
+        has_nvidia_fds,
+        has_kfd_fd,
+        cgroup: p.cgroup,
+        labels,
+    }
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {

@@ -4,6 +4,25 @@
 use super::safe_text::{display_safe, safe};
 use super::text_table::{render, Align};
 use crate::timeline::diff::{change, Diff, Value};
+use serde::Serialize;
+
+/// The schema name of `diff --json`.
+pub const SCHEMA: &str = "gpuledger.diff/1";
+
+/// `diff --json`: the diff under a `schema` field, as every JSON document gpuledger prints.
+pub fn render_json(d: &Diff) -> String {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        schema: &'static str,
+        #[serde(flatten)]
+        diff: &'a Diff,
+    }
+    let doc = Doc {
+        schema: SCHEMA,
+        diff: d,
+    };
+    serde_json::to_string_pretty(&doc).expect("plain data serialises") + "\n"
+}
 
 /// Widest table cell, in characters.
 const MAX_CELL: usize = 48;

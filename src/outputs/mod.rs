@@ -3,6 +3,7 @@
 pub mod calls_compare;
 pub mod csv;
 pub mod diff;
+pub mod doctor;
 pub mod job_set;
 pub mod json;
 pub mod plot;

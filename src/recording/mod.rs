@@ -57,6 +57,7 @@
 
 mod create;
 pub mod follow;
+pub mod job_target;
 mod names;
 mod read;
 mod read_check;

@@ -189,6 +189,7 @@ pub fn record(
     // The live kernel log from now on, or a captured tree's `dev/kmsg` from its first record.
     let mut kmsg = KernelLog::open(&root);
     let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
+    let mut observer = super::session::observer(&opts.thresholds);
     let start = Instant::now();
     let mut progress = Progress::default();
     let mut python: std::collections::BTreeMap<String, String> = Default::default();
@@ -212,14 +213,8 @@ pub fn record(
             write_error = recorder.add_calls(&mut events, lost, &mut resolver).err();
         }
         if write_error.is_none() {
-            let registered = resolver.registered_by_pid();
-            match step(
-                &mut sampler,
-                &mut recorder,
-                &opts.thresholds,
-                None,
-                &registered,
-            ) {
+            observer.set_registered(resolver.registered_by_pid());
+            match step(&mut sampler, &mut recorder, &mut observer, None) {
                 Ok((ledger, found)) => {
                     progress.samples = recorder.samples();
                     progress.update(&ledger, &found);

@@ -1,10 +1,11 @@
 //! One recording step: sample, attribute, analyse, append.
 
 use super::{Recorder, RecordingError};
-use crate::findings::{analyze, Finding, Thresholds};
+use crate::findings::{Finding, Thresholds};
+use crate::knowledge::Base;
 use crate::ledger::Ledger;
+use crate::observe::{Observation, Observer};
 use crate::sampler::{SampleError, Sampler};
-use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// A step that failed.
@@ -18,24 +19,29 @@ pub enum StepError {
     Write(#[from] RecordingError),
 }
 
+/// The observation step of a recording: the rules' findings and the machine's known issues (the
+/// kernel log is recorded on its own, as events).
+pub fn observer(thresholds: &Thresholds) -> Observer {
+    let observer = Observer::new(thresholds.clone());
+    match Base::embedded() {
+        Ok(base) => observer.known_issues(base),
+        Err(_) => observer,
+    }
+}
+
 /// Takes a sample (stamped `time_ms` when given, e.g. a simulated clock), appends it and returns
-/// the ledger and its findings; `registered` (pid → host bytes registered in place, from the
-/// traced calls) becomes part of the ledger ([`Ledger::add_registered`]).
+/// the ledger and its findings.
 pub fn step(
     sampler: &mut Sampler,
     recorder: &mut Recorder,
-    thresholds: &Thresholds,
+    observer: &mut Observer,
     time_ms: Option<u64>,
-    registered: &BTreeMap<u32, u64>,
 ) -> Result<(Ledger, Vec<Finding>), StepError> {
     let mut snap = sampler.sample()?;
     if let Some(t) = time_ms {
         snap.time_ms = t;
     }
-    let mut ledger = Ledger::from_snapshot(&snap);
-    ledger.add_registered(registered);
-    let mut findings = analyze(&ledger, thresholds);
-    recorder.add_known_issues(sampler.root(), &snap, &mut findings);
+    let Observation { ledger, findings } = observer.observe(sampler.root(), snap);
     recorder.add(&ledger, &findings)?;
     Ok((ledger, findings))
 }

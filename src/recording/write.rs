@@ -3,7 +3,6 @@
 use super::{RecordingError, CHECKPOINT_EVERY, SCHEMA_VERSION};
 use crate::findings::Finding;
 use crate::ledger::Ledger;
-use crate::snapshot::Snapshot;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -36,8 +35,6 @@ pub struct Recorder {
     devices: HashSet<String>,
     samples: u64,
     checkpointed: Instant,
-    /// The machine's known-issue facts, gathered at the first sample.
-    known: Option<crate::knowledge::KnownIssues>,
 }
 
 fn to_i64(v: Option<u64>) -> Option<i64> {
@@ -67,24 +64,7 @@ impl Recorder {
             devices: HashSet::new(),
             samples: 0,
             checkpointed: Instant::now(),
-            known: None,
         })
-    }
-
-    /// Adds the known-issue findings for this machine (its facts read at the first call) to a
-    /// sample's findings.
-    pub fn add_known_issues(
-        &mut self,
-        root: &crate::root::Root,
-        snap: &Snapshot,
-        found: &mut Vec<Finding>,
-    ) {
-        if self.known.is_none() {
-            self.known = crate::knowledge::KnownIssues::of_machine(root, snap).ok();
-        }
-        if let Some(k) = &self.known {
-            k.extend(found);
-        }
     }
 
     pub(super) fn err(&self) -> impl Fn(rusqlite::Error) -> RecordingError + '_ {

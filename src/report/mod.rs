@@ -17,7 +17,6 @@ use crate::findings::Finding;
 use crate::knowledge::Assessment;
 use crate::ledger::Ledger;
 use crate::recording::Recording;
-use crate::snapshot::Snapshot;
 use crate::sources::system_info::SystemInfo;
 
 /// Which template.
@@ -86,12 +85,8 @@ pub fn render(input: &ReportInput) -> String {
 /// Fills the NVIDIA driver version from NVML's answers (live, or saved in a capture) where
 /// `/proc/driver/nvidia/version` was not readable: a capture keeps NVML's answers but not /proc's
 /// driver file, and NVIDIA's module is out of tree, so /sys/module has no version either.
-pub fn nvidia_from_nvml(system: &mut SystemInfo, snapshot: &Snapshot) {
-    let Some(version) = snapshot
-        .nvml
-        .iter()
-        .find_map(|g| g.driver_version.as_deref())
-    else {
+pub fn nvidia_from_nvml(system: &mut SystemInfo, nvml: &[crate::sources::nvml::NvGpu]) {
+    let Some(version) = nvml.iter().find_map(|g| g.driver_version.as_deref()) else {
         return;
     };
     let said = format!("{version} (NVML)");

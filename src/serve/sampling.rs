@@ -4,12 +4,12 @@
 
 use super::metrics::{render_metrics, ExporterStats, MetricsOptions};
 use super::redact::redact_ledger;
-use crate::findings::{analyze, Finding, Thresholds};
-use crate::knowledge::KnownIssues;
+use crate::findings::{Finding, Thresholds};
+use crate::knowledge::Base;
 use crate::ledger::{Filter, Ledger};
+use crate::observe::{KernelLog, Observation, Observer};
 use crate::outputs::json;
 use crate::sampler::{SampleError, Sampler};
-use crate::sources::kernel_log::LogCache;
 use axum::body::Bytes;
 use std::time::Instant;
 
@@ -39,11 +39,10 @@ pub(crate) struct RenderOptions {
 pub(crate) struct Renderer {
     sampler: Sampler,
     opts: RenderOptions,
-    /// The machine's known-issue facts, from the first sample only: package versions do not
-    /// change under a running exporter.
-    known: Option<KnownIssues>,
-    /// The kernel log, re-read at most every few seconds.
-    kernel: LogCache,
+    /// The observation step, with the machine's known-issue facts from the first sample only
+    /// (package versions do not change under a running exporter) and the kernel log re-read at
+    /// most every few seconds.
+    observer: Observer,
     stats: ExporterStats,
     /// The last good sample's ledger and findings, to re-render the metrics after a failure.
     last: Option<(Ledger, Vec<Finding>)>,
@@ -53,11 +52,14 @@ pub(crate) struct Renderer {
 impl Renderer {
     /// Takes and renders the first sample; its failure is the exporter's.
     pub fn first(sampler: Sampler, opts: RenderOptions) -> Result<Renderer, SampleError> {
+        let mut observer = Observer::new(opts.thresholds.clone()).kernel_log(KernelLog::Cached);
+        if let Ok(base) = Base::embedded() {
+            observer = observer.known_issues(base);
+        }
         let mut r = Renderer {
             sampler,
             opts,
-            known: None,
-            kernel: LogCache::default(),
+            observer,
             stats: ExporterStats::default(),
             last: None,
             latest: Latest::default(),
@@ -87,17 +89,11 @@ impl Renderer {
     fn sample(&mut self) -> Result<(), SampleError> {
         let started = Instant::now();
         let snap = self.sampler.sample()?;
-        if self.known.is_none() {
-            self.known = KnownIssues::of_machine(self.sampler.root(), &snap).ok();
-        }
         self.stats.count_scan(&snap.stats);
-        let mut whole = Ledger::from_snapshot(&snap);
-        let mut findings = analyze(&whole, &self.opts.thresholds);
-        let log = self.kernel.get(self.sampler.root(), Instant::now());
-        crate::findings::kernel::add(log, &mut whole, &mut findings);
-        if let Some(k) = &self.known {
-            k.extend(&mut findings);
-        }
+        let Observation {
+            ledger: whole,
+            findings,
+        } = self.observer.observe(self.sampler.root(), snap);
         // Findings on the whole machine first: a filter hides verdicts, never changes one.
         let findings = self.opts.filter.findings(&findings);
         let mut ledger = self.opts.filter.ledger(&whole);

@@ -62,6 +62,7 @@ pub fn record(
         kernel: Some("7.1.3-gpuledger-sim".into()),
     };
     let mut rec = Recorder::create(out, &meta)?;
+    let mut observer = crate::recording::session::observer(t);
     let mut died = false;
     let mut job_end = None;
     for i in 0..=samples {
@@ -73,9 +74,8 @@ pub fn record(
         step(
             &mut sampler,
             &mut rec,
-            t,
+            &mut observer,
             Some(start_ms + (t_s * 1000.0) as u64),
-            &Default::default(),
         )?;
         if let Some(k) = klog.as_mut() {
             rec.add_kernel(&k.read_new(sampler.root())?)?;

@@ -135,6 +135,11 @@ impl LogCache {
         }
         &self.log
     }
+
+    /// The log as last read (empty before the first [`LogCache::get`]).
+    pub fn last(&self) -> &WholeLog {
+        &self.log
+    }
 }
 
 fn read_live() -> (Vec<KmsgRecord>, Option<LogOrigin>, Option<String>) {

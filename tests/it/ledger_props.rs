@@ -50,7 +50,7 @@ proptest! {
             p.drm.push(DrmFd { fd: fd as u32, path: "/dev/dri/renderD128".into(), minor: None, info: client(ci as u64, dev, vram, gtt) });
         }
         let snap = Snapshot { processes: procs.into_values().collect(), page_size: 4096, ..Default::default() };
-        let ledger = Ledger::from_snapshot(&snap);
+        let ledger = Ledger::from_snapshot(snap);
         let used: std::collections::BTreeSet<usize> = holders.iter().map(|(ci, _)| ci % clients.len()).collect();
         let expect_vram: u64 = used.iter().map(|&ci| clients[ci].1).sum();
         let expect_gtt: u64 = used.iter().map(|&ci| clients[ci].2).sum();

@@ -73,7 +73,7 @@ fn ledger(procs: &[Proc]) -> Ledger {
     meminfo.insert("MemTotal".to_string(), 256 * GIB);
     meminfo.insert("MemAvailable".to_string(), 128 * GIB);
     meminfo.insert("GPUActive".to_string(), pinned);
-    Ledger::from_snapshot(&Snapshot {
+    Ledger::from_snapshot(Snapshot {
         processes,
         meminfo,
         page_size: 4096,

@@ -27,7 +27,7 @@ fn nvml_usage_and_pinned_shmem_land_in_the_ledger() {
     let mut s =
         Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(recorded()));
     let snap = s.sample().unwrap();
-    let ledger = Ledger::from_snapshot(&snap);
+    let ledger = Ledger::from_snapshot(snap);
     let dev = ledger.device("0000:18:00.0").expect("NVIDIA device listed");
     assert_eq!(dev.driver.as_deref(), Some("nvidia"));
     assert_eq!(dev.name.as_deref(), Some("NVIDIA H200"));
@@ -72,7 +72,7 @@ fn without_nvml_nvidia_processes_are_listed_but_hold_no_counted_memory() {
     std::fs::remove_file(copy.join("nvml.json")).unwrap();
     let root = Root::open(&copy).unwrap();
     let mut s = Sampler::new(root, Scope::All, SamplerOptions::default());
-    let ledger = Ledger::from_snapshot(&s.sample().unwrap());
+    let ledger = Ledger::from_snapshot(s.sample().unwrap());
     assert!(ledger.devices.is_empty());
     assert!(ledger.processes[0].usage.is_empty());
     assert!(ledger.processes[0].has_nvidia_fds);
@@ -128,7 +128,7 @@ fn device_memory_in_use_is_read_with_the_processes() {
     let mut s =
         Sampler::new(root, Scope::All, SamplerOptions::default()).with_nvml(Box::new(source));
     s.sample().unwrap();
-    let ledger = Ledger::from_snapshot(&s.sample().unwrap());
+    let ledger = Ledger::from_snapshot(s.sample().unwrap());
     let used = ledger.device("0000:18:00.0").and_then(|d| d.vram_used);
     assert!(used.is_some_and(|u| u > 600 << 20), "{used:?}");
     let kinds: Vec<_> = analyze(&ledger, &Thresholds::default())

@@ -125,7 +125,7 @@ fn sweep(case: Case, step: usize) -> usize {
             Scope::All,
             SamplerOptions::default(),
         );
-        let ledger = Ledger::from_snapshot(&sampler.sample().unwrap());
+        let ledger = Ledger::from_snapshot(sampler.sample().unwrap());
         let mut ledger = ledger;
         let mut findings = analyze(&ledger, &t);
         let log = WholeLog::read(sampler.root());
@@ -308,7 +308,7 @@ fn snapshot_json_and_metrics_match_the_truth() {
             );
         }
         let mut sampler = Sampler::new(Root::open(&out).unwrap(), Scope::All, Default::default());
-        let ledger = Ledger::from_snapshot(&sampler.sample().unwrap());
+        let ledger = Ledger::from_snapshot(sampler.sample().unwrap());
         let findings = analyze(&ledger, &Thresholds::default());
         let top = Filter::resolve(&ledger, &[], &[])
             .unwrap()

@@ -14,7 +14,7 @@ fn ledger(name: &str) -> Ledger {
     let snap = Sampler::new(root, Scope::All, SamplerOptions::default())
         .sample()
         .unwrap();
-    Ledger::from_snapshot(&snap)
+    Ledger::from_snapshot(snap)
 }
 
 fn devices(given: &[&str]) -> Vec<String> {

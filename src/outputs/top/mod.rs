@@ -3,10 +3,10 @@
 
 mod view;
 
-use crate::findings::{analyze, Finding, Thresholds};
+use crate::findings::{Finding, Thresholds};
 use crate::ledger::{Filter, Ledger, MemClass};
+use crate::observe::{KernelLog, Observer};
 use crate::sampler::{SampleError, Sampler};
-use crate::sources::kernel_log::LogCache;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -62,21 +62,17 @@ fn totals(l: &Ledger) -> (u64, u64) {
 fn sample(
     sampler: &mut Sampler,
     filter: &Filter,
-    t: &Thresholds,
-    kernel: &mut LogCache,
+    observer: &mut Observer,
 ) -> Result<(Ledger, Vec<Finding>), TopError> {
-    let mut whole = Ledger::from_snapshot(&sampler.sample()?);
-    let mut all = analyze(&whole, t);
-    let log = kernel.get(sampler.root(), Instant::now());
-    crate::findings::kernel::add(log, &mut whole, &mut all);
-    let findings = filter.findings(&all);
-    Ok((filter.ledger(&whole), findings))
+    let whole = observer.sample(sampler)?;
+    let findings = filter.findings(&whole.findings);
+    Ok((filter.ledger(&whole.ledger), findings))
 }
 
 /// Runs the view until `q`, Esc or Ctrl-C.
 pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<(), TopError> {
-    let mut kernel = LogCache::default();
-    let (first, findings) = sample(&mut sampler, &opts.filter, t, &mut kernel)?;
+    let mut observer = Observer::new(t.clone()).kernel_log(KernelLog::Cached);
+    let (first, findings) = sample(&mut sampler, &opts.filter, &mut observer)?;
     let mut state = State {
         findings,
         history: VecDeque::from([totals(&first)]),
@@ -110,7 +106,7 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
                 continue;
             }
             next = Instant::now() + interval;
-            let (ledger, findings) = sample(&mut sampler, &opts.filter, t, &mut kernel)?;
+            let (ledger, findings) = sample(&mut sampler, &opts.filter, &mut observer)?;
             state.findings = findings;
             state.history.push_back(totals(&ledger));
             while state.history.len() > HISTORY {

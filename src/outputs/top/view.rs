@@ -320,7 +320,7 @@ mod tests {
         let snap = Sampler::new(root, Scope::All, SamplerOptions::default())
             .sample()
             .unwrap();
-        let ledger = Ledger::from_snapshot(&snap);
+        let ledger = Ledger::from_snapshot(snap);
         let findings = analyze(&ledger, &Thresholds::default());
         let state = State {
             ledger,
@@ -341,7 +341,7 @@ mod tests {
         let snap = Sampler::new(root, Scope::All, SamplerOptions::default())
             .sample()
             .unwrap();
-        let ledger = Ledger::from_snapshot(&snap);
+        let ledger = Ledger::from_snapshot(snap);
         State {
             findings: analyze(&ledger, &Thresholds::default()),
             ledger,

@@ -1,0 +1,116 @@
+//! `demo` and `simulate` options and plans.
+
+use super::parse::{nonzero_bytes, scenario, scenario_value};
+use super::{Globals, OutputArgs};
+use anyhow::Result;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, ValueEnum};
+use gpuledger::sim::{Backing, Scenario, SimParams};
+use gpuledger::units::parse_duration;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `demo` options.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the simulated trees and recordings in this directory.
+    #[arg(short = 'o', long = "output", alias = "keep", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+impl DemoArgs {
+    /// The plan: where to keep the runs, if anywhere.
+    pub fn plan(&self, _: &Globals) -> Result<Option<PathBuf>> {
+        Ok(self.output.clone())
+    }
+}
+
+/// `simulate` options.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The scenario (--help describes each).
+    #[arg(value_parser = PossibleValuesParser::new(Scenario::ALL.map(scenario_value)).try_map(scenario))]
+    pub scenario: Scenario,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Ranks (one GPU each, 1 to 64); default from the scenario.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub ranks: Option<u32>,
+    /// Peer registrations pinned at once (eager, like compute-runtime 26.22) or bookkeeping only
+    /// (deferred, like 26.05).
+    #[arg(long, value_enum, default_value = "eager")]
+    pub backing: BackingArg,
+    /// Host RAM of the simulated machine.
+    #[arg(long, default_value = "64GiB", value_name = "SIZE", value_parser = nonzero_bytes)]
+    pub host_mem: u64,
+    /// Allocator segment sizes, comma-separated (default: six of the seed's 3,174,400 KiB).
+    #[arg(long, value_name = "SIZE,...", value_delimiter = ',', value_parser = nonzero_bytes)]
+    pub segments: Vec<u64>,
+    /// Simulate a kernel without GPUActive (before Linux 7.1): pins show only as unaccounted.
+    #[arg(long)]
+    pub no_gpu_accounting: bool,
+    /// Keep rewriting the tree in place for this long as the job runs (e.g. 60s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub live: Option<Duration>,
+    /// Write the tree as it stands this far into the run (e.g. 8s), instead of the moment the
+    /// job dies or, when it survives, its plateau.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "live")]
+    pub at: Option<Duration>,
+}
+
+/// Backing modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackingArg {
+    /// Pinned at registration.
+    Eager,
+    /// Bookkeeping only.
+    Deferred,
+}
+
+/// A checked `simulate`.
+#[derive(Debug, Clone)]
+pub struct SimulatePlan {
+    /// The scenario with every option (and the environment's overrides) applied.
+    pub params: SimParams,
+    /// The directory of the tree.
+    pub output: PathBuf,
+    /// `--force`: replace what a non-empty directory holds.
+    pub force: bool,
+    /// `--live`: rewrite the tree for this long.
+    pub live: Option<Duration>,
+    /// `--at`: the moment written.
+    pub at: Option<Duration>,
+}
+
+impl SimulateArgs {
+    /// The plan; clap has checked the values and that -o is given.
+    pub fn plan(&self, _: &Globals) -> Result<SimulatePlan> {
+        let mut p = SimParams::new(self.scenario);
+        if let Some(r) = self.ranks {
+            p.ranks = r;
+        }
+        p.backing = match self.backing {
+            BackingArg::Eager => Backing::Eager,
+            BackingArg::Deferred => Backing::Deferred,
+        };
+        p.host_mem = self.host_mem;
+        if !self.segments.is_empty() {
+            p.segments = self.segments.clone();
+        }
+        p.gpu_accounting = !self.no_gpu_accounting;
+        p.apply_env(|k| std::env::var(k).ok());
+        if let Some(d) = self.live {
+            p.duration_s = d.as_secs_f64().max(1.0);
+        }
+        let Some(output) = self.output.output.clone() else {
+            anyhow::bail!("simulate needs -o DIR");
+        };
+        Ok(SimulatePlan {
+            params: p,
+            output,
+            force: self.output.force,
+            live: self.live,
+            at: self.at,
+        })
+    }
+}

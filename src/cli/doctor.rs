@@ -1,0 +1,47 @@
+//! `doctor` options and plan.
+
+use super::parse::nonzero_bytes;
+use super::{Format, FormatArgs, Globals};
+use anyhow::Result;
+use clap::Args;
+use gpuledger::findings::Severity;
+
+/// `doctor` options.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub output: FormatArgs,
+    /// Device memory each rank allocates, to project the pinned host RAM against this machine.
+    #[arg(long, value_name = "SIZE", value_parser = nonzero_bytes)]
+    pub vram_per_rank: Option<u64>,
+    /// The job's command, after `--`: its environment is this shell's, read and not run.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// A checked `doctor`.
+#[derive(Debug, Clone)]
+pub struct DoctorPlan {
+    /// Table or JSON (gpuledger.doctor/1).
+    pub format: Format,
+    /// `--fail-on`, over the snapshot's findings and the known issues that apply.
+    pub fail_on: Option<Severity>,
+    /// `--vram-per-rank`.
+    pub vram_per_rank: Option<u64>,
+    /// The job's command (read, not run).
+    pub command: Vec<String>,
+}
+
+impl DoctorArgs {
+    /// The plan: CSV is refused (a preflight is no table of rows).
+    pub fn plan(&self, _: &Globals) -> Result<DoctorPlan> {
+        Ok(DoctorPlan {
+            format: self
+                .output
+                .format_of("doctor", &[Format::Table, Format::Json])?,
+            fail_on: self.output.fail_on(),
+            vram_per_rank: self.vram_per_rank,
+            command: self.command.clone(),
+        })
+    }
+}

@@ -1,0 +1,66 @@
+//! `serve` options and plan.
+
+use super::parse::{listen_addr, size};
+use super::{FilterArgs, Globals};
+use anyhow::Result;
+use clap::Args;
+use gpuledger::serve::MetricsOptions;
+use gpuledger::units::parse_interval;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// `serve` options.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on: HOST:PORT (host names resolve, e.g. localhost:9464), or :PORT for
+    /// every interface as Prometheus exporters do. Loopback by default.
+    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT", value_parser = listen_addr)]
+    pub listen: SocketAddr,
+    /// Sampling interval (10ms or more).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Fold processes with less resident GPU memory than this into pid="other".
+    #[arg(long, default_value = "64MiB", value_name = "SIZE", value_parser = size)]
+    pub min_process_bytes: u64,
+    /// Most per-process series; further processes are folded into pid="other".
+    #[arg(long, default_value_t = 5000, value_name = "N")]
+    pub max_series: usize,
+    /// Show command lines in /snapshot.json as they are. By default arguments that look
+    /// like secrets (--token=…, --hf-token …, *_KEY=…, password options, URLs with a
+    /// password) are replaced by <redacted>: anyone who reaches the port reads them.
+    #[arg(long)]
+    pub show_cmdline: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// A checked `serve`.
+#[derive(Debug, Clone)]
+pub struct ServePlan {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Sampling interval.
+    pub interval: Duration,
+    /// Cardinality bounds.
+    pub metrics: MetricsOptions,
+    /// `--pid`/`--device`, resolved against the first sample.
+    pub filter: FilterArgs,
+    /// `--show-cmdline`.
+    pub show_cmdline: bool,
+}
+
+impl ServeArgs {
+    /// The plan; clap has checked each value.
+    pub fn plan(&self, _: &Globals) -> Result<ServePlan> {
+        Ok(ServePlan {
+            listen: self.listen,
+            interval: self.interval,
+            metrics: MetricsOptions {
+                min_process_bytes: self.min_process_bytes,
+                max_process_series: self.max_series,
+            },
+            filter: self.filter.clone(),
+            show_cmdline: self.show_cmdline,
+        })
+    }
+}
