@@ -6,7 +6,7 @@ use crate::help_text;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use gpuledger::job_output::RateSpec;
-use gpuledger::sim::Scenario;
+use gpuledger::sim::{Scenario, Visibility};
 use gpuledger::timeline::project::MAX_RANKS;
 use gpuledger::units::{
     parse_bytes, parse_duration, parse_interval, parse_size_spec, short_unit_note, SizeError,
@@ -451,6 +451,11 @@ pub struct SimulateArgs {
     /// Simulate a kernel without GPUActive (before Linux 7.1): pins show only as unaccounted.
     #[arg(long)]
     pub no_gpu_accounting: bool,
+    /// Cards each rank sees, as a device mask in its environment would set them: all, its own
+    /// card only, or pairs (ranks 0-1 see cards 0-1, ranks 2-3 cards 2-3, ...).
+    #[arg(long, default_value = "all", value_name = "WHICH",
+          value_parser = PossibleValuesParser::new(Visibility::ALL.map(Visibility::name)).try_map(visibility))]
+    pub visible: Visibility,
     /// Keep rewriting the tree in place for this long as the job runs (e.g. 60s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub live: Option<Duration>,
@@ -685,6 +690,11 @@ fn scenario_value(s: Scenario) -> PossibleValue {
 /// A scenario by name (the possible-values parser in front of it lists the names).
 fn scenario(name: String) -> Result<Scenario, String> {
     Scenario::parse(&name).ok_or_else(|| format!("unknown scenario {name:?}"))
+}
+
+/// A `--visible` value by name (the possible-values parser in front of it lists the names).
+fn visibility(name: String) -> Result<Visibility, String> {
+    Visibility::parse(&name).ok_or_else(|| format!("unknown visibility {name:?}"))
 }
 
 /// `--listen`: `HOST:PORT` (resolved through the system resolver, first address wins) or `:PORT`,

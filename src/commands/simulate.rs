@@ -23,6 +23,7 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         p.segments = args.segments.clone();
     }
     p.gpu_accounting = !args.no_gpu_accounting;
+    p.visibility = args.visible;
     p.apply_env(|k| std::env::var(k).ok());
     let live = args.live;
     if let Some(d) = live {

@@ -32,13 +32,18 @@
 //! Every state carries its ground truth ([`truth::Truth`]), written as `gpuledger-sim/truth.json`:
 //! the mirrors the model made and the findings gpuledger must report for them.
 
+mod cards;
 mod death;
 mod fdinfo_text;
+mod memory;
 mod model;
+mod nvidia;
 pub mod run;
 pub mod truth;
+mod visibility;
 mod write;
 
 pub use crate::sources::sim_job::{read_job_end, JobEnd, JobEndError, JobOutcome, JOB_END_SCHEMA};
-pub use model::{Backing, Scenario, SimParams, SimProcess, SimState, Simulation};
+pub use model::{Backing, Scenario, SimFd, SimParams, SimProcess, SimState, Simulation};
+pub use visibility::Visibility;
 pub use write::LiveWriter;
