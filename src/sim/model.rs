@@ -735,4 +735,58 @@ mod tests {
         );
         assert!(done.kernel_log.is_empty());
     }
+
+    #[test]
+    fn pairs_give_each_rank_its_pair_and_a_mask() {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.ranks = 4;
+        p.visibility = Visibility::Pairs;
+        let s = Simulation::new(p).state_at(45.0);
+        let rank3 = s
+            .processes
+            .iter()
+            .find(|p| p.pid == LAUNCHER_PID + 4)
+            .unwrap();
+        let fds: Vec<u32> = rank3.fds.iter().map(|f| f.fd).collect();
+        assert_eq!(fds, vec![12, 13], "cards 2 and 3");
+        assert!(rank3
+            .env
+            .contains(&("ZE_AFFINITY_MASK".to_string(), "2,3".to_string())));
+        let peers: Vec<&str> = s.truth.mirrors.iter().map(|m| m.peer.as_str()).collect();
+        assert_eq!(
+            peers,
+            [
+                "0000:04:00.0",
+                "0000:03:00.0",
+                "0000:06:00.0",
+                "0000:05:00.0"
+            ]
+        );
+    }
+
+    #[test]
+    fn nvidia_ranks_show_in_nvml_with_no_fdinfo() {
+        let mut p = SimParams::new(Scenario::NvidiaDdp);
+        p.ranks = 3;
+        let s = Simulation::new(p).state_at(45.0);
+        assert!(s.devices.is_empty(), "NVIDIA cards come from NVML");
+        assert_eq!(s.nvml.len(), 3);
+        assert!(s.nvml.iter().all(|g| g.processes.len() == 3));
+        let rank = &s.processes[1];
+        assert!(rank.fds.iter().all(|f| f.fdinfo.is_none()));
+        assert!(rank.fds.iter().any(|f| f.target == "/dev/nvidia-uvm"));
+        assert!(rank.smaps.as_deref().unwrap().contains("/dev/zero"));
+        assert_eq!(s.truth.driver_held, 3 * 512 * MIB);
+        assert!(s.truth.mirrors.is_empty());
+    }
+
+    #[test]
+    fn an_integrated_gpu_holds_its_working_set_as_gtt() {
+        let s = Simulation::new(SimParams::new(Scenario::ApuDgpu)).state_at(45.0);
+        assert_eq!(s.devices[0].id, "0000:00:02.0");
+        let fdinfo = s.processes[1].fds[0].fdinfo.clone().unwrap();
+        assert!(!fdinfo.contains("vram0") && fdinfo.contains("drm-resident-gtt:\t8704 MiB"));
+        assert_eq!(s.truth.driver_held_ceiling, Some(Severity::Info));
+        assert!(s.truth.findings.is_empty());
+    }
 }
