@@ -212,14 +212,32 @@ fn step(coarse: usize) -> usize {
     }
 }
 
+/// CPU seconds this thread has used (utime + stime of `/proc/thread-self/stat`, in the
+/// kernel's 100 Hz clock ticks), so a sweep's cost reads the same on a busy machine.
+fn thread_cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let after_comm = stat.rsplit(')').next().unwrap_or_default();
+    let fields: Vec<f64> = after_comm
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // utime and stime are fields 14 and 15; the state (field 3) is no number, so fields 4..
+    // are 0.. here.
+    fields
+        .get(10)
+        .zip(fields.get(11))
+        .map_or(0.0, |(u, s)| (u + s) / 100.0)
+}
+
 /// Runs `cases` every `step` seconds; prints and returns (cases, states).
 fn sweep_all(what: &str, cases: &[Case], step: usize) -> (usize, usize) {
-    let start = std::time::Instant::now();
+    let (start, cpu) = (std::time::Instant::now(), thread_cpu_s());
     let states: usize = cases.iter().map(|&c| sweep(c, step)).sum();
     eprintln!(
-        "oracle {what}: {} cases, {states} states, {:.1} s",
+        "oracle {what}: {} cases, {states} states, {:.1} s wall, {:.1} s CPU",
         cases.len(),
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        thread_cpu_s() - cpu
     );
     (cases.len(), states)
 }
