@@ -235,4 +235,19 @@ proptest! {
         prop_assert!(at(low + extra, ratio).is_subset(&loose));
         prop_assert!(at(low, ratio + ratio_extra).is_subset(&loose));
     }
+
+    #[test]
+    fn lowering_the_max_ratio_never_adds_a_finding(
+        procs in proptest::collection::vec((0u8..4, 0u64..16 * GIB, 0u64..16 * GIB,
+            proptest::collection::vec((0u8..4, 0u64..16 * GIB, 0u64..16 * GIB), 0..4)), 1..5),
+        high in 1.0f64..4.0,
+        cut in 0.0f64..0.9,
+    ) {
+        let l = ledger(&procs);
+        let at = |max_ratio: f64| {
+            let t = Thresholds { peer_max_ratio: max_ratio, ..Default::default() };
+            mirrors(&l, &t).iter().map(|f| (f.pid, f.peer.clone())).collect::<std::collections::BTreeSet<_>>()
+        };
+        prop_assert!(at(high - cut).is_subset(&at(high)));
+    }
 }

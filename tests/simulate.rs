@@ -415,16 +415,24 @@ fn masks_and_nvidia_cards_read_back_as_the_model_wrote_them() {
         .filter_map(|d| d["name"].as_str())
         .collect();
     assert_eq!(names, ["NVIDIA H200", "NVIDIA H200"]);
-    let ranks: Vec<&serde_json::Value> = doc["processes"]
+    let regions = |p: &serde_json::Value| -> Vec<String> {
+        p["usage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|u| u["region"].as_str().map(str::to_string))
+            .collect()
+    };
+    let ranks: Vec<Vec<String>> = doc["processes"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["has_nvidia_fds"] == true)
+        .filter(|p| p["rank"].is_u64())
+        .map(regions)
         .collect();
     assert_eq!(ranks.len(), 2);
-    assert!(ranks.iter().all(|p| p["usage"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|u| u["region"] == "pinned-shmem")));
+    for r in &ranks {
+        assert_eq!(r.iter().filter(|g| *g == "vram").count(), 2, "{r:?}");
+        assert!(r.contains(&"pinned-shmem".to_string()), "{r:?}");
+    }
 }
