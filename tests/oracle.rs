@@ -154,6 +154,12 @@ fn sweep(case: Case, step: usize) -> usize {
                 "{case:?} at {second} s: driver_held_host above {ceiling:?}: {over:#?}"
             );
         }
+        views_agree(
+            &ledger,
+            &findings,
+            &state.truth,
+            &format!("{case:?} at {second} s"),
+        );
         let held = ledger.host.driver_held().map_or(0, |d| d.bytes);
         assert!(
             held.abs_diff(state.truth.driver_held) <= state.truth.driver_held / 100 + 4096,
@@ -176,6 +182,38 @@ const HEALTHY: [Scenario; 4] = [
 ];
 
 /// Every scenario × `ranks` × backing × visibility (all, own card, pairs).
+/// The snapshot JSON, top's model and `/metrics` of one state name the truth's peer_mirror
+/// findings (the library's are checked by the caller).
+fn views_agree(ledger: &Ledger, findings: &[Finding], truth: &Truth, what: &str) {
+    let want = expected(truth);
+    let doc: serde_json::Value =
+        serde_json::from_str(&gpuledger::outputs::json::render_line(ledger, findings)).unwrap();
+    let mut json: Vec<Key> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "peer_mirror")
+        .map(|f| key_of(&serde_json::from_value::<Finding>(f.clone()).unwrap()))
+        .collect();
+    json.sort();
+    assert_eq!(json, want, "{what}: snapshot JSON");
+    let top = Filter::resolve(ledger, &[], &[])
+        .unwrap()
+        .findings(findings);
+    assert_eq!(found(&top), want, "{what}: top's model");
+    let metrics = render_metrics(
+        ledger,
+        findings,
+        &MetricsOptions::default(),
+        &ExporterStats::default(),
+    );
+    let series = metrics
+        .lines()
+        .filter(|l| l.starts_with("gpuledger_finding_bytes{") && l.contains("peer_mirror"))
+        .count();
+    assert_eq!(series, want.len(), "{what}: /metrics");
+}
+
 fn cases(ranks: impl Iterator<Item = u32> + Clone) -> Vec<Case> {
     let mut out = Vec::new();
     let backings = |s: Scenario| {

@@ -741,6 +741,8 @@ mod tests {
         let mut p = SimParams::new(Scenario::DdpPeerMirror);
         p.ranks = 4;
         p.visibility = Visibility::Pairs;
+        // Eager, four ranks' 18.2 GiB each would run 64 GiB of host RAM out.
+        p.backing = Backing::Deferred;
         let s = Simulation::new(p).state_at(45.0);
         let rank3 = s
             .processes
