@@ -43,6 +43,7 @@ pub const SIMULATE: &str = concat!(
     "Examples:\n",
     "  gpuledger simulate ddp-peer-mirror -o sim && gpuledger --root sim\n",
     "  gpuledger simulate ddp-peer-mirror -o sim --ranks 8 --force\n",
+    "  gpuledger simulate ddp-peer-mirror -o sim --ranks 4 --visible own --force\n",
     "  gpuledger simulate leak -o sim --live 60s &\n",
     "  gpuledger --root sim record --all --duration 30s -o leak.ledger\n\n",
     exit_status!(),
@@ -193,6 +194,18 @@ pub fn scenario(s: Scenario) -> &'static str {
         Scenario::OneProcess => {
             "1 process over --ranks GPUs (intel/llvm#22873): each card's GTT mirrors the \
              allocations on the others"
+        }
+        Scenario::ApuDgpu => {
+            "1 process on an integrated Intel GPU (host RAM is its memory) and --ranks \
+             discrete ones (default 1): nothing is mirrored, the iGPU's memory is no blowup"
+        }
+        Scenario::XeAmdgpu => {
+            "1 process over --ranks GPUs alternating xe and amdgpu, a working set on each: \
+             nothing is mirrored"
+        }
+        Scenario::NvidiaDdp => {
+            "DDP ranks on NVIDIA H200s: /dev/nvidia* fds on every card, usage from NVML \
+             (nvml.json), 512 MiB of cudaHostAlloc each: nothing is mirrored"
         }
     }
 }

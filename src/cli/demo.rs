@@ -5,7 +5,7 @@ use super::{Globals, OutputArgs};
 use anyhow::Result;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
-use gpuledger::sim::{Backing, Scenario, SimParams};
+use gpuledger::sim::{Backing, Scenario, SimParams, Visibility};
 use gpuledger::units::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,6 +49,11 @@ pub struct SimulateArgs {
     /// Simulate a kernel without GPUActive (before Linux 7.1): pins show only as unaccounted.
     #[arg(long)]
     pub no_gpu_accounting: bool,
+    /// Cards each rank sees, as a device mask in its environment would set them: all, its own
+    /// card only, or pairs (ranks 0-1 see cards 0-1, ranks 2-3 cards 2-3, ...).
+    #[arg(long, default_value = "all", value_name = "WHICH",
+          value_parser = clap::builder::PossibleValuesParser::new(Visibility::ALL.map(Visibility::name)).try_map(super::parse::visibility))]
+    pub visible: Visibility,
     /// Keep rewriting the tree in place for this long as the job runs (e.g. 60s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub live: Option<Duration>,
@@ -98,6 +103,7 @@ impl SimulateArgs {
             p.segments = self.segments.clone();
         }
         p.gpu_accounting = !self.no_gpu_accounting;
+        p.visibility = self.visible;
         p.apply_env(|k| std::env::var(k).ok());
         if let Some(d) = self.live {
             p.duration_s = d.as_secs_f64().max(1.0);

@@ -103,6 +103,11 @@ pub(crate) fn scenario(name: String) -> Result<Scenario, String> {
     Scenario::parse(&name).ok_or_else(|| format!("unknown scenario {name:?}"))
 }
 
+/// A `--visible` value by name (the possible-values parser in front of it lists the names).
+pub(crate) fn visibility(name: String) -> Result<gpuledger::sim::Visibility, String> {
+    gpuledger::sim::Visibility::parse(&name).ok_or_else(|| format!("unknown visibility {name:?}"))
+}
+
 /// `--listen`: `HOST:PORT` (resolved through the system resolver, first address wins) or `:PORT`,
 /// which means every interface, as in Prometheus exporters' `--web.listen-address`.
 pub(crate) fn listen_addr(text: &str) -> Result<SocketAddr, String> {

@@ -38,9 +38,11 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds, mirrored: bool) -> Op
             percent(held, total)
         )
     };
-    // An integrated GPU's host-class memory is its working memory: expected, not a blowup.
+    // An integrated GPU's host-class memory is its working memory: expected, not a blowup,
+    // whether it is most of the host-class memory or all that lifts the total over the floor.
     let integrated = ledger.integrated_host_class_resident();
-    let mostly_integrated = integrated as f64 >= per_fd as f64 * 0.5 && integrated > 0;
+    let mostly_integrated = integrated > 0
+        && (integrated as f64 >= per_fd as f64 * 0.5 || held.saturating_sub(integrated) < floor);
     let severity = if mostly_integrated {
         Severity::Info
     } else if held as f64 >= total as f64 * 0.25 {
@@ -50,7 +52,7 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds, mirrored: bool) -> Op
     };
     let advice = if mostly_integrated {
         format!(
-            "most of it ({}) is the working memory of integrated GPUs, which use host RAM as their VRAM",
+            "{} of it is the working memory of integrated GPUs, which use host RAM as their VRAM",
             human_bytes(integrated)
         )
     } else if mirrored {

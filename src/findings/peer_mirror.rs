@@ -12,7 +12,8 @@
 //! finding per mirroring device, so a rank per device (DDP: the home VRAM mirrored on the peer's
 //! fd) and one process over several devices (each device's GTT mirrors the others'
 //! allocations) are both covered. Ordinary host buffers on a process's own card and contexts on
-//! any number of devices never make a mirror.
+//! any number of devices never make a mirror. Pinned host buffers that belong to no card (CUDA's
+//! `cudaHostAlloc`, read from smaps as `pinned-shmem`) are no device's host-class bytes here.
 //!
 //! A separate rule, the owning-card shape (ggml-org/llama.cpp#22116): when P's context spans
 //! several discrete devices, a device whose host-class bytes match P's *own* device-local bytes
@@ -26,7 +27,7 @@
 //! is tested against (`tests/oracle.rs`).
 
 use super::{percent, Backing, Finding, Kind, Thresholds};
-use crate::ledger::{DriverHeld, Ledger, MemClass, ProcessRow};
+use crate::ledger::{DriverHeld, Ledger, MemClass, ProcessRow, UsageSource};
 use crate::units::human_bytes;
 use std::collections::BTreeMap;
 
@@ -67,7 +68,9 @@ struct PerDevice<'a> {
 impl<'a> PerDevice<'a> {
     fn of(ledger: &Ledger, row: &'a ProcessRow) -> PerDevice<'a> {
         let mut by: BTreeMap<&'a str, (u64, u64)> = BTreeMap::new();
-        for u in &row.usage {
+        // Pinned host buffers read from smaps (CUDA's cudaHostAlloc) belong to no card: the
+        // ledger files them under one, but they are not that card's memory and mirror nothing.
+        for u in row.usage.iter().filter(|u| u.source != UsageSource::Smaps) {
             let e = by.entry(u.device.as_str()).or_default();
             match u.class {
                 MemClass::Device => e.0 += u.resident.unwrap_or(0),

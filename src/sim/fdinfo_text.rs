@@ -16,8 +16,27 @@ pub fn print_size(bytes: u64) -> String {
     format!("{v}{}", units[u])
 }
 
-/// One xe client: generic header, memory stats of every xe region, engine cycles.
+/// One xe client of a discrete card: generic header, memory stats of every xe region, engine
+/// cycles.
 pub fn xe(client_id: u64, pdev: &str, gtt: u64, vram: u64) -> String {
+    xe_regions(
+        client_id,
+        pdev,
+        &[("system", 0), ("gtt", gtt), ("vram0", vram), ("stolen", 0)],
+    )
+}
+
+/// One xe client of an integrated card: the same, without a VRAM region (an integrated part
+/// has none, so xe prints none).
+pub fn xe_integrated(client_id: u64, pdev: &str, gtt: u64) -> String {
+    xe_regions(
+        client_id,
+        pdev,
+        &[("system", 0), ("gtt", gtt), ("stolen", 0)],
+    )
+}
+
+fn xe_regions(client_id: u64, pdev: &str, regions: &[(&str, u64)]) -> String {
     let mut s = format!(
         "pos:\t0\nflags:\t02100002\nmnt_id:\t26\nino:\t{}\n",
         1000 + client_id
@@ -26,7 +45,7 @@ pub fn xe(client_id: u64, pdev: &str, gtt: u64, vram: u64) -> String {
         s,
         "drm-driver:\txe\ndrm-client-id:\t{client_id}\ndrm-pdev:\t{pdev}\n"
     );
-    for (region, bytes) in [("system", 0), ("gtt", gtt), ("vram0", vram), ("stolen", 0)] {
+    for &(region, bytes) in regions {
         let b = print_size(bytes);
         let _ = write!(
             s,
@@ -79,6 +98,9 @@ mod tests {
         let x = FdInfo::parse(&xe(7, "0000:03:00.0", 5 << 20, 3 << 30));
         assert_eq!(x.malformed, 0);
         assert_eq!(x.regions["gtt"].resident, Some(5 << 20));
+        let i = FdInfo::parse(&xe_integrated(9, "0000:00:02.0", 7 << 20));
+        assert_eq!(i.malformed, 0);
+        assert!(!i.regions.contains_key("vram0"));
         let a = FdInfo::parse(&amdgpu(8, "0000:c1:00.0", 1 << 20, 2 << 30));
         assert_eq!(a.malformed, 0);
         assert_eq!(a.regions["vram"].resident_bytes(), Some(2 << 30));

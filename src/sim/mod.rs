@@ -20,25 +20,39 @@
 //! order-0 page-allocation failure, and `gpuledger-sim/job.json` holds the end: time, exit
 //! status 1, and the output tail with the runtime's `UR_RESULT_ERROR_OUT_OF_RESOURCES`. Otherwise the job ends at 90 % of the run and its memory is released.
 //! The simulator also reads its own environment the way the runtime would: `NEOReadDebugKeys=1
-//! EnableDeferBacking=0` makes backing deferred, `ZE_AFFINITY_MASK=<one device>` confines every rank
-//! to that one device (no peer fds).
+//! EnableDeferBacking=0` makes backing deferred, a one-device `ZE_AFFINITY_MASK`,
+//! `ROCR_VISIBLE_DEVICES` or `CUDA_VISIBLE_DEVICES` confines every rank to its own card.
+//!
+//! Visibility (`--visible`, [`Visibility`]): every card (no mask), each rank its own card, or
+//! pairs of cards; a masked rank carries its mask in its environment, numbered per runtime, and
+//! opens contexts (and registers segments) only on the cards it sees.
 //!
 //! Other scenarios: `single-gpu` (healthy), `leak` (host memory grows to the end), `amdgpu-tp`
 //! (2 ranks of tensor parallel on amdgpu MI300X, `vram`/`gtt`/`cpu` with legacy keys, no mirror),
 //! `ddp-healthy` (the same DDP job on a runtime that registers nothing on peers: contexts on every
 //! card, no mirror) and `one-process` (one process over `--ranks` devices, intel/llvm#22873: each
-//! device's GTT mirrors the allocations on the others).
+//! device's GTT mirrors the allocations on the others). The fleet's shapes, none of which
+//! mirrors anything: `apu-dgpu` (one process on an integrated xe GPU, whose fdinfo has no VRAM
+//! region and whose working set is GTT, beside `--ranks` discrete cards), `xe-amdgpu` (one
+//! process over cards alternating xe and amdgpu) and `nvidia-ddp` (CUDA ranks: `/dev/nvidia*`
+//! fds on every card they see, no fdinfo, NVML's answers in `nvml.json`, 512 MiB of
+//! `cudaHostAlloc` each as a shared `/dev/zero` mapping in smaps).
 //!
 //! Every state carries its ground truth ([`truth::Truth`]), written as `gpuledger-sim/truth.json`:
 //! the mirrors the model made and the findings gpuledger must report for them.
 
+mod cards;
 mod death;
 mod fdinfo_text;
+mod memory;
 mod model;
+mod nvidia;
 pub mod run;
 pub mod truth;
+mod visibility;
 mod write;
 
 pub use crate::sources::sim_job::{read_job_end, JobEnd, JobEndError, JobOutcome, JOB_END_SCHEMA};
-pub use model::{Backing, Scenario, SimParams, SimProcess, SimState, Simulation};
+pub use model::{Backing, Scenario, SimFd, SimParams, SimProcess, SimState, Simulation};
+pub use visibility::Visibility;
 pub use write::LiveWriter;

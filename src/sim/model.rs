@@ -1,10 +1,15 @@
 //! The simulated machine as a pure function of time (see the module doc of `sim`).
 
+use super::cards::Card;
 use super::death::{self, Failure};
-use super::fdinfo_text;
+use super::memory::{self, ProcMem};
+use super::nvidia;
 use super::truth::{self, Mirror, Truth};
+use super::visibility::{self, Visibility};
+use crate::findings::Severity;
 use crate::sources::drm_devices::DeviceInfo;
 use crate::sources::kmsg::KmsgRecord;
+use crate::sources::nvml::NvGpu;
 use crate::sources::sim_job::{JobEnd, JobOutcome, JOB_END_SCHEMA};
 
 const KIB: u64 = 1024;
@@ -14,12 +19,6 @@ const GIB: u64 = 1 << 30;
 /// 512×2048×795 fp32 buffer, but that is 3,256,320 KiB; 3,174,400 KiB is 512×2048×775 fp32.)
 pub const SEED_SEGMENT: u64 = 3_174_400 * KIB;
 const LAUNCHER_PID: u32 = 4000;
-/// A rank's ordinary GTT on its home card at start (the seed's 627.7 MiB).
-const BASE_GTT: u64 = 642_792 * KIB;
-/// Of it, pinned host pages (the seed's 0.67 GiB of GPUActive over two ranks).
-const BASE_PINNED: u64 = 351_272 * KIB;
-/// A context's VRAM on a card a rank does not compute on (the seed's 186.8 MiB).
-const CONTEXT_VRAM: u64 = 191_268 * KIB;
 /// Share of the run at which the job ends by itself.
 const JOB_END: f64 = 0.9;
 
@@ -40,17 +39,30 @@ pub enum Scenario {
     /// One process over `ranks` devices (intel/llvm#22873): each device's GTT mirrors the
     /// allocations on the others.
     OneProcess,
+    /// One process computing on an integrated GPU (host RAM is its memory) and on `ranks`
+    /// discrete cards: nothing is mirrored, and the integrated GPU's working memory is no
+    /// blowup.
+    ApuDgpu,
+    /// One process over `ranks` cards alternating xe and amdgpu (both DRM fdinfo), a working
+    /// set on each: nothing is mirrored.
+    XeAmdgpu,
+    /// DDP ranks on NVIDIA cards: `/dev/nvidia*` fds on every card they see (no DRM fdinfo),
+    /// usage from NVML, pinned host buffers from `cudaHostAlloc`: nothing is mirrored.
+    NvidiaDdp,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::DdpPeerMirror,
         Scenario::SingleGpu,
         Scenario::Leak,
         Scenario::AmdgpuTp,
         Scenario::DdpHealthy,
         Scenario::OneProcess,
+        Scenario::ApuDgpu,
+        Scenario::XeAmdgpu,
+        Scenario::NvidiaDdp,
     ];
 
     /// Command-line name.
@@ -62,12 +74,23 @@ impl Scenario {
             Scenario::AmdgpuTp => "amdgpu-tp",
             Scenario::DdpHealthy => "ddp-healthy",
             Scenario::OneProcess => "one-process",
+            Scenario::ApuDgpu => "apu-dgpu",
+            Scenario::XeAmdgpu => "xe-amdgpu",
+            Scenario::NvidiaDdp => "nvidia-ddp",
         }
     }
 
     /// Parses a command-line name.
     pub fn parse(name: &str) -> Option<Scenario> {
         Scenario::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the job is one process over its cards (no ranks).
+    pub fn one_process(self) -> bool {
+        matches!(
+            self,
+            Scenario::OneProcess | Scenario::ApuDgpu | Scenario::XeAmdgpu
+        )
     }
 }
 
@@ -85,7 +108,7 @@ pub enum Backing {
 pub struct SimParams {
     /// Scenario.
     pub scenario: Scenario,
-    /// Ranks (one GPU each).
+    /// Ranks (one GPU each); for `apu-dgpu` the discrete cards beside the integrated one.
     pub ranks: u32,
     /// Peer-registration backing.
     pub backing: Backing,
@@ -97,8 +120,8 @@ pub struct SimParams {
     pub duration_s: f64,
     /// Whether the kernel has GPUActive (Linux 7.1+); without it only the residual shows pins.
     pub gpu_accounting: bool,
-    /// Ranks confined to one device (`ZE_AFFINITY_MASK`): no peer fds.
-    pub single_device: bool,
+    /// The cards each process sees (its device mask).
+    pub visibility: Visibility,
     /// Environment the ranks see (debug keys, masks), as the simulator was given it.
     pub env: Vec<(String, String)>,
 }
@@ -107,12 +130,15 @@ impl SimParams {
     /// The defaults of a scenario.
     pub fn new(scenario: Scenario) -> SimParams {
         let (ranks, segments) = match scenario {
-            Scenario::DdpPeerMirror | Scenario::DdpHealthy | Scenario::OneProcess => {
-                (2, vec![SEED_SEGMENT; 6])
-            }
+            Scenario::DdpPeerMirror
+            | Scenario::DdpHealthy
+            | Scenario::OneProcess
+            | Scenario::XeAmdgpu
+            | Scenario::NvidiaDdp => (2, vec![SEED_SEGMENT; 6]),
             Scenario::SingleGpu => (1, vec![SEED_SEGMENT; 4]),
             Scenario::Leak => (1, vec![256 * MIB; 40]),
             Scenario::AmdgpuTp => (2, vec![16 * GIB; 4]),
+            Scenario::ApuDgpu => (1, vec![2 * GIB; 4]),
         };
         SimParams {
             scenario,
@@ -122,16 +148,21 @@ impl SimParams {
             segments,
             duration_s: 60.0,
             gpu_accounting: true,
-            single_device: false,
+            visibility: Visibility::All,
             env: Vec::new(),
         }
     }
 
     /// Applies the runtime variables the simulated job would obey: `NEOReadDebugKeys=1` with
-    /// `EnableDeferBacking=0` → deferred backing; a one-device `ZE_AFFINITY_MASK` → no peers.
+    /// `EnableDeferBacking=0` → deferred backing; a one-device mask (`ZE_AFFINITY_MASK`,
+    /// `ROCR_VISIBLE_DEVICES`, `CUDA_VISIBLE_DEVICES`) → each rank sees its own card only.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
         let debug = get("NEOReadDebugKeys").as_deref() == Some("1");
-        for name in ["NEOReadDebugKeys", "EnableDeferBacking", "ZE_AFFINITY_MASK"] {
+        let masks = ["xe", "amdgpu", "nvidia"].map(visibility::mask_var);
+        for name in ["NEOReadDebugKeys", "EnableDeferBacking"]
+            .into_iter()
+            .chain(masks)
+        {
             if let Some(v) = get(name) {
                 self.env.push((name.to_string(), v));
             }
@@ -139,10 +170,22 @@ impl SimParams {
         if debug && get("EnableDeferBacking").as_deref() == Some("0") {
             self.backing = Backing::Deferred;
         }
-        if get("ZE_AFFINITY_MASK").is_some_and(|m| !m.contains(',') && !m.is_empty()) {
-            self.single_device = true;
+        let one_card = |m: String| !m.contains(',') && !m.is_empty();
+        if masks.into_iter().any(|v| get(v).is_some_and(one_card)) {
+            self.visibility = Visibility::Own;
         }
     }
+}
+
+/// One fd of a simulated process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimFd {
+    /// The fd number.
+    pub fd: u32,
+    /// What it links to (`/dev/dri/renderD128`, `/dev/nvidia0`).
+    pub target: String,
+    /// Its fdinfo text, for DRM fds.
+    pub fdinfo: Option<String>,
 }
 
 /// One simulated process.
@@ -158,8 +201,10 @@ pub struct SimProcess {
     pub cmdline: Vec<String>,
     /// Environment.
     pub env: Vec<(String, String)>,
-    /// (fd, minor, fdinfo text).
-    pub fds: Vec<(u32, String, String)>,
+    /// Its GPU fds.
+    pub fds: Vec<SimFd>,
+    /// `/proc/PID/smaps` text, where the process maps pinned host memory.
+    pub smaps: Option<String>,
 }
 
 /// The machine at one moment.
@@ -171,8 +216,10 @@ pub struct SimState {
     pub meminfo: String,
     /// `/proc/vmstat` text.
     pub vmstat: String,
-    /// Devices.
+    /// DRM devices.
     pub devices: Vec<DeviceInfo>,
+    /// NVML's answers (`nvml.json`), on a machine with NVIDIA cards.
+    pub nvml: Vec<NvGpu>,
     /// Processes.
     pub processes: Vec<SimProcess>,
     /// Whether the job still runs.
@@ -191,25 +238,35 @@ pub struct SimState {
 #[derive(Debug, Clone)]
 pub struct Simulation {
     params: SimParams,
+    cards: Vec<Card>,
     /// Share of the run at which the job dies, if it does.
     death: Option<f64>,
-}
-
-struct RankMem {
-    home_vram: u64,
-    home_gtt: u64,
-    /// (device index, gtt, vram) for each peer fd.
-    peers: Vec<(u32, u64, u64)>,
-    pinned: u64,
-    /// (device whose allocation is mirrored, device holding the mirror, bytes).
-    mirrors: Vec<(u32, u32, u64)>,
 }
 
 impl Simulation {
     /// Prepares a run.
     pub fn new(params: SimParams) -> Simulation {
+        let n = params.ranks;
+        let cards = match params.scenario {
+            Scenario::AmdgpuTp => vec![Card::Amdgpu; n as usize],
+            Scenario::XeAmdgpu => (0..n)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        Card::XeDiscrete
+                    } else {
+                        Card::Amdgpu
+                    }
+                })
+                .collect(),
+            Scenario::ApuDgpu => std::iter::once(Card::XeIntegrated)
+                .chain(std::iter::repeat_n(Card::XeDiscrete, n as usize))
+                .collect(),
+            Scenario::NvidiaDdp => vec![Card::Nvidia; n as usize],
+            _ => vec![Card::XeDiscrete; n as usize],
+        };
         let mut sim = Simulation {
             params,
+            cards,
             death: None,
         };
         sim.death = sim.find_death();
@@ -266,137 +323,32 @@ impl Simulation {
         let room = (self.params.host_mem as f64 * 0.98) as u64;
         (0..=self.params.segments.len()).find_map(|k| {
             let pinned: u64 = (0..self.processes())
-                .map(|r| self.rank_mem(r, k).pinned)
+                .map(|r| self.proc_mem(r, k))
+                .map(|m| m.pinned + m.shmem_pinned)
                 .sum();
             let at = if k == 0 { 0.0 } else { self.segment_at(k - 1) };
             (self.other_use() + pinned > room).then_some(at)
         })
     }
 
-    fn peer_count(&self) -> u32 {
-        let spans = matches!(
-            self.params.scenario,
-            Scenario::DdpPeerMirror | Scenario::DdpHealthy | Scenario::OneProcess
-        );
-        if self.params.single_device || !spans {
-            0
-        } else {
-            self.params.ranks.saturating_sub(1)
-        }
-    }
-
     /// GPU processes of the job: one per rank, or one over every device.
     fn processes(&self) -> u32 {
-        match self.params.scenario {
-            Scenario::OneProcess => 1,
-            _ => self.params.ranks,
+        if self.params.scenario.one_process() {
+            1
+        } else {
+            self.params.ranks
         }
     }
 
-    fn rank_mem(&self, rank: u32, segs: usize) -> RankMem {
-        let p = &self.params;
-        let made: u64 = p.segments.iter().take(segs).sum();
-        let eager = p.backing == Backing::Eager;
-        match p.scenario {
-            Scenario::DdpPeerMirror | Scenario::SingleGpu | Scenario::DdpHealthy => {
-                let registered = if p.scenario == Scenario::DdpHealthy {
-                    0
-                } else {
-                    made
-                };
-                let peers: Vec<(u32, u64, u64)> = (0..p.ranks)
-                    .filter(|&d| d != rank && self.peer_count() > 0)
-                    .map(|d| (d, 4 * MIB + registered, CONTEXT_VRAM))
-                    .collect();
-                let mirrors: Vec<(u32, u32, u64)> = peers
-                    .iter()
-                    .filter(|_| registered > 0)
-                    .map(|&(d, _, _)| (rank, d, registered))
-                    .collect();
-                let mirrored = if eager {
-                    registered * peers.len() as u64
-                } else {
-                    0
-                };
-                RankMem {
-                    home_vram: 512 * MIB + made,
-                    home_gtt: BASE_GTT,
-                    pinned: BASE_PINNED + mirrored,
-                    peers,
-                    mirrors,
-                }
-            }
-            Scenario::OneProcess => self.one_process_mem(made),
-            Scenario::Leak => RankMem {
-                home_vram: 2 * GIB,
-                home_gtt: 64 * MIB + made,
-                peers: Vec::new(),
-                pinned: 64 * MIB + made,
-                mirrors: Vec::new(),
-            },
-            Scenario::AmdgpuTp => RankMem {
-                home_vram: GIB + made,
-                home_gtt: 512 * MIB,
-                peers: Vec::new(),
-                pinned: 512 * MIB,
-                mirrors: Vec::new(),
-            },
-        }
+    fn proc_mem(&self, r: u32, segs: usize) -> ProcMem {
+        let made: u64 = self.params.segments.iter().take(segs).sum();
+        memory::of(&self.params, &self.cards, r, made)
     }
 
-    /// One process over every device: each device holds `made` of VRAM and, as GTT on its fd,
-    /// a registration of every other device's `made` (intel/llvm#22873 with two devices).
-    fn one_process_mem(&self, made: u64) -> RankMem {
-        let others = u64::from(self.peer_count());
-        let mirrored_per_device = made * others;
-        let peers: Vec<(u32, u64, u64)> = (1..=self.peer_count())
-            .map(|d| (d, 4 * MIB + mirrored_per_device, 512 * MIB + made))
-            .collect();
-        let mut mirrors = Vec::new();
-        if made > 0 {
-            for holder in 0..=self.peer_count() {
-                for source in (0..=self.peer_count()).filter(|&s| s != holder) {
-                    mirrors.push((source, holder, made));
-                }
-            }
-        }
-        let eager = self.params.backing == Backing::Eager;
-        RankMem {
-            home_vram: 512 * MIB + made,
-            home_gtt: BASE_GTT + mirrored_per_device,
-            pinned: BASE_PINNED
-                + if eager {
-                    mirrored_per_device * (others + 1)
-                } else {
-                    0
-                },
-            peers,
-            mirrors,
-        }
-    }
-
-    fn device(&self, i: u32) -> DeviceInfo {
-        let (bus, driver, vendor, device) = match self.params.scenario {
-            Scenario::AmdgpuTp => (0xc1 + i, "amdgpu", "0x1002", "0x74a1"),
-            _ => (0x03 + i, "xe", "0x8086", "0xe223"),
-        };
-        DeviceInfo {
-            id: format!("0000:{bus:02x}:00.0"),
-            minors: vec![format!("card{i}"), format!("renderD{}", 128 + i)],
-            driver: Some(driver.into()),
-            name: crate::sources::pci_names::device_name(vendor, device),
-            vendor: Some(vendor.into()),
-            device: Some(device.into()),
-            runtime_status: Some("active".into()),
-            vram_total: None,
-            vram_used: None,
-            vis_vram_total: None,
-            vis_vram_used: None,
-            gtt_total: None,
-            gtt_used: None,
-            local_totals: Default::default(),
-            integrated: None,
-        }
+    /// The PCI slot of card `i`.
+    fn slot(&self, i: u32) -> String {
+        let amdgpu_only = self.params.scenario == Scenario::AmdgpuTp;
+        self.cards[i as usize].slot(i, amdgpu_only)
     }
 
     /// The machine `t_s` seconds into the run.
@@ -412,90 +364,96 @@ impl Simulation {
         let died = self.death_t().is_some_and(|d| t_s >= d);
         let job_running = !died && frac < end;
         let segs = self.segments_by(frac);
-        let devices: Vec<DeviceInfo> = (0..p.ranks).map(|i| self.device(i)).collect();
+        let devices: Vec<DeviceInfo> = (0..self.cards.len() as u32)
+            .filter_map(|i| self.cards[i as usize].device_info(i, self.slot(i)))
+            .collect();
         let mut processes = Vec::new();
-        let mut pinned = 0;
+        let mut mems = Vec::new();
         let mut mirrors = Vec::new();
         if job_running {
-            processes.push(SimProcess {
-                pid: LAUNCHER_PID,
-                ppid: 1,
-                comm: "torchrun".into(),
-                cmdline: vec![
-                    "/usr/bin/python3".into(),
-                    "/usr/bin/torchrun".into(),
-                    format!("--nproc-per-node={}", p.ranks),
-                    "train.py".into(),
-                ],
-                env: p.env.clone(),
-                fds: Vec::new(),
-            });
+            processes.push(self.launcher());
             for r in 0..self.processes() {
-                let m = self.rank_mem(r, segs);
-                pinned += m.pinned;
-                let proc = self.rank_process(r, &m, &devices);
-                mirrors.extend(self.mirrors(&proc, r, &m, &devices));
+                let m = self.proc_mem(r, segs);
+                let proc = self.rank_process(r, &m);
+                mirrors.extend(self.mirrors(&proc, r, &m));
+                mems.push((proc.pid, m));
                 processes.push(proc);
             }
         }
+        let pinned: u64 = mems.iter().map(|(_, m)| m.pinned).sum();
+        let shmem: u64 = mems.iter().map(|(_, m)| m.shmem_pinned).sum();
+        let integrated: u64 = mems
+            .iter()
+            .map(|(_, m)| m.integrated_host(&self.cards))
+            .sum();
+        let nvml = if p.scenario == Scenario::NvidiaDdp {
+            let slots: Vec<String> = (0..p.ranks).map(|i| self.slot(i)).collect();
+            nvidia::nvml(&slots, &mems)
+        } else {
+            Vec::new()
+        };
+        let mut base = self.truth_base(t_s, job_running, died, pinned + shmem);
+        base.driver_held_ceiling = self.driver_held_ceiling(pinned + shmem, integrated);
         SimState {
-            truth: truth::expected(
-                self.truth_base(t_s, job_running, died, pinned),
-                mirrors,
-                &self.failed_pids(died),
-            ),
+            truth: truth::expected(base, mirrors, &self.failed_pids(died)),
             t_s,
             kernel_log: self.kernel_log(died),
             job_end: self.job_end(frac, died, end),
-            meminfo: self.meminfo(pinned),
+            meminfo: self.meminfo(pinned, shmem),
             vmstat: format!(
                 "nr_free_pages 1000\nnr_gpu_active {}\nnr_gpu_reclaim 0\n",
                 pinned / 4096
             ),
             devices,
+            nvml,
             processes,
             job_running,
             died,
         }
     }
 
+    /// The most severe `driver_held_host` the truth allows: on a machine whose integrated GPU
+    /// holds working memory, `info` while what the driver holds beyond that working memory is
+    /// below the finding's floor (the integrated GPU's memory is its VRAM, not a blowup).
+    fn driver_held_ceiling(&self, held: u64, integrated: u64) -> Option<Severity> {
+        let t = crate::findings::Thresholds::default();
+        let floor = t
+            .driver_held_min_bytes
+            .max((self.params.host_mem as f64 * t.driver_held_min_share) as u64);
+        (integrated > 0 && held.saturating_sub(integrated) < floor).then_some(Severity::Info)
+    }
+
     /// The mirror relations of one process, as the ground truth names them.
-    fn mirrors(
-        &self,
-        proc: &SimProcess,
-        r: u32,
-        m: &RankMem,
-        devices: &[DeviceInfo],
-    ) -> Vec<Mirror> {
+    fn mirrors(&self, proc: &SimProcess, r: u32, m: &ProcMem) -> Vec<Mirror> {
         let pinned = self.params.backing == Backing::Eager;
-        let rank = (self.params.scenario != Scenario::OneProcess).then_some(r);
+        let rank = (!self.params.scenario.one_process()).then_some(r);
         m.mirrors
             .iter()
             .map(|&(source, holder, bytes)| Mirror {
                 pid: proc.pid,
                 rank,
-                home: devices[r as usize].id.clone(),
-                source: devices[source as usize].id.clone(),
-                peer: devices[holder as usize].id.clone(),
+                home: self.slot(m.home),
+                source: self.slot(source),
+                peer: self.slot(holder),
                 bytes,
                 pinned,
             })
             .collect()
     }
 
-    fn truth_base(&self, t_s: f64, job_running: bool, died: bool, pinned: u64) -> Truth {
+    fn truth_base(&self, t_s: f64, job_running: bool, died: bool, held: u64) -> Truth {
         Truth {
             schema: truth::SCHEMA.into(),
             scenario: self.params.scenario.name().into(),
             t_s,
             job_running,
             died,
-            driver_held: pinned,
+            driver_held: held,
+            driver_held_ceiling: None,
             mirrors: Vec::new(),
             findings: Vec::new(),
         }
     }
-
     /// The processes whose allocation the kernel failed, once the job has died of it.
     fn failed_pids(&self, died: bool) -> Vec<u32> {
         match self.failure() {
@@ -550,33 +508,48 @@ impl Simulation {
         })
     }
 
-    fn rank_process(&self, r: u32, m: &RankMem, devices: &[DeviceInfo]) -> SimProcess {
+    fn launcher(&self) -> SimProcess {
+        SimProcess {
+            pid: LAUNCHER_PID,
+            ppid: 1,
+            comm: "torchrun".into(),
+            cmdline: vec![
+                "/usr/bin/python3".into(),
+                "/usr/bin/torchrun".into(),
+                format!("--nproc-per-node={}", self.params.ranks),
+                "train.py".into(),
+            ],
+            env: self.params.env.clone(),
+            fds: Vec::new(),
+            smaps: None,
+        }
+    }
+
+    fn rank_process(&self, r: u32, m: &ProcMem) -> SimProcess {
         let p = &self.params;
         let pid = LAUNCHER_PID + 1 + r;
-        let text = |client: u64, dev: u32, gtt: u64, vram: u64| match p.scenario {
-            Scenario::AmdgpuTp => fdinfo_text::amdgpu(client, &devices[dev as usize].id, gtt, vram),
-            _ => fdinfo_text::xe(client, &devices[dev as usize].id, gtt, vram),
-        };
-        let minor = |d: u32| format!("renderD{}", 128 + d);
-        let mut fds = vec![(
-            10 + r,
-            minor(r),
-            text(
-                u64::from(pid) * 100 + u64::from(r),
-                r,
-                m.home_gtt,
-                m.home_vram,
-            ),
-        )];
-        for &(d, gtt, vram) in &m.peers {
-            fds.push((
-                10 + d,
-                minor(d),
-                text(u64::from(pid) * 100 + u64::from(d), d, gtt, vram),
-            ));
+        let mut fds: Vec<SimFd> = m
+            .fds
+            .iter()
+            .map(|&(d, host, local)| {
+                let card = self.cards[d as usize];
+                let client = u64::from(pid) * 100 + u64::from(d);
+                let target = match card {
+                    Card::Nvidia => format!("/dev/nvidia{d}"),
+                    _ => format!("/dev/dri/renderD{}", 128 + d),
+                };
+                SimFd {
+                    fd: 10 + d,
+                    target,
+                    fdinfo: card.fdinfo(client, &self.slot(d), host, local),
+                }
+            })
+            .collect();
+        if self.cards.contains(&Card::Nvidia) {
+            fds.extend(nvidia::control_fds());
         }
-        fds.sort_by_key(|f| f.0);
-        let mut env = if p.scenario == Scenario::OneProcess {
+        fds.sort_by_key(|f| f.fd);
+        let mut env = if p.scenario.one_process() {
             Vec::new()
         } else {
             vec![
@@ -586,6 +559,17 @@ impl Simulation {
                 ("LOCAL_WORLD_SIZE".to_string(), p.ranks.to_string()),
             ]
         };
+        if p.visibility != Visibility::All {
+            let mut seen: Vec<u32> = m.fds.iter().map(|f| f.0).collect();
+            seen.sort_unstable();
+            let drivers: Vec<&str> = self.cards.iter().map(|c| c.driver()).collect();
+            let given = |k: &str| p.env.iter().any(|(g, _)| g == k);
+            env.extend(
+                visibility::mask_env(&seen, &drivers)
+                    .into_iter()
+                    .filter(|(k, _)| !given(k)),
+            );
+        }
         env.extend(p.env.iter().cloned());
         SimProcess {
             pid,
@@ -594,17 +578,20 @@ impl Simulation {
             cmdline: vec!["/usr/bin/python3".into(), "-u".into(), "train.py".into()],
             env,
             fds,
+            smaps: (m.shmem_pinned > 0).then(|| nvidia::smaps(m.shmem_pinned)),
         }
     }
 
-    fn meminfo(&self, pinned: u64) -> String {
+    /// `/proc/meminfo` with `pinned` TTM pages (GPUActive, and the residual) and `shmem` bytes
+    /// of pinned shared mappings (in Shmem, so in Cached).
+    fn meminfo(&self, pinned: u64, shmem: u64) -> String {
         let total = self.params.host_mem;
         let kb = |b: u64| b / 1024;
         let anon = self.other_use();
         let cached = total / 20;
         let slab = 600 * MIB;
         let residual = pinned + 100 * MIB;
-        let free = total.saturating_sub(anon + cached + slab + residual + 100 * MIB);
+        let free = total.saturating_sub(anon + cached + shmem + slab + residual + 100 * MIB);
         let avail = free + cached / 10 * 8 + slab / 2;
         let mut s = String::new();
         for (k, v) in [
@@ -612,7 +599,7 @@ impl Simulation {
             ("MemFree", free),
             ("MemAvailable", avail),
             ("Buffers", 100 * MIB),
-            ("Cached", cached),
+            ("Cached", cached + shmem),
             ("AnonPages", anon),
             ("Slab", slab),
             ("SReclaimable", slab / 2),
@@ -622,6 +609,9 @@ impl Simulation {
             ("Percpu", 0),
         ] {
             s.push_str(&format!("{:<16}{:>10} kB\n", format!("{k}:"), kb(v)));
+        }
+        if shmem > 0 {
+            s.push_str(&format!("{:<16}{:>10} kB\n", "Shmem:", kb(shmem)));
         }
         s.push_str("HugePages_Total:       0\nHugepagesize:       2048 kB\n");
         if self.params.gpu_accounting {
@@ -637,6 +627,7 @@ impl Simulation {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     fn gpu_active(state: &SimState) -> u64 {
@@ -743,5 +734,61 @@ mod tests {
             (JobOutcome::Exited, Some(0), 54.0)
         );
         assert!(done.kernel_log.is_empty());
+    }
+
+    #[test]
+    fn pairs_give_each_rank_its_pair_and_a_mask() {
+        let mut p = SimParams::new(Scenario::DdpPeerMirror);
+        p.ranks = 4;
+        p.visibility = Visibility::Pairs;
+        // Eager, four ranks' 18.2 GiB each would run 64 GiB of host RAM out.
+        p.backing = Backing::Deferred;
+        let s = Simulation::new(p).state_at(45.0);
+        let rank3 = s
+            .processes
+            .iter()
+            .find(|p| p.pid == LAUNCHER_PID + 4)
+            .unwrap();
+        let fds: Vec<u32> = rank3.fds.iter().map(|f| f.fd).collect();
+        assert_eq!(fds, vec![12, 13], "cards 2 and 3");
+        assert!(rank3
+            .env
+            .contains(&("ZE_AFFINITY_MASK".to_string(), "2,3".to_string())));
+        let peers: Vec<&str> = s.truth.mirrors.iter().map(|m| m.peer.as_str()).collect();
+        assert_eq!(
+            peers,
+            [
+                "0000:04:00.0",
+                "0000:03:00.0",
+                "0000:06:00.0",
+                "0000:05:00.0"
+            ]
+        );
+    }
+
+    #[test]
+    fn nvidia_ranks_show_in_nvml_with_no_fdinfo() {
+        let mut p = SimParams::new(Scenario::NvidiaDdp);
+        p.ranks = 3;
+        let s = Simulation::new(p).state_at(45.0);
+        assert!(s.devices.is_empty(), "NVIDIA cards come from NVML");
+        assert_eq!(s.nvml.len(), 3);
+        assert!(s.nvml.iter().all(|g| g.processes.len() == 3));
+        let rank = &s.processes[1];
+        assert!(rank.fds.iter().all(|f| f.fdinfo.is_none()));
+        assert!(rank.fds.iter().any(|f| f.target == "/dev/nvidia-uvm"));
+        assert!(rank.smaps.as_deref().unwrap().contains("/dev/zero"));
+        assert_eq!(s.truth.driver_held, 3 * 512 * MIB);
+        assert!(s.truth.mirrors.is_empty());
+    }
+
+    #[test]
+    fn an_integrated_gpu_holds_its_working_set_as_gtt() {
+        let s = Simulation::new(SimParams::new(Scenario::ApuDgpu)).state_at(45.0);
+        assert_eq!(s.devices[0].id, "0000:00:02.0");
+        let fdinfo = s.processes[1].fds[0].fdinfo.clone().unwrap();
+        assert!(!fdinfo.contains("vram0") && fdinfo.contains("drm-resident-gtt:\t8704 MiB"));
+        assert_eq!(s.truth.driver_held_ceiling, Some(Severity::Info));
+        assert!(s.truth.findings.is_empty());
     }
 }

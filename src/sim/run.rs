@@ -1,7 +1,7 @@
 //! Runs a simulation on a simulated clock and records it, without waiting in real time (for
 //! `demo` and tests).
 
-use super::{LiveWriter, Simulation};
+use super::{LiveWriter, Simulation, Visibility};
 use crate::findings::Thresholds;
 use crate::recording::session::{step, StepError};
 use crate::recording::{Recorder, RecordingError, RecordingMeta};
@@ -50,10 +50,14 @@ pub fn record(
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let meta = RecordingMeta {
         command: vec![format!(
-            "simulate {} --ranks {} --backing {:?}",
+            "simulate {} --ranks {} --backing {:?}{}",
             p.scenario.name(),
             p.ranks,
-            p.backing
+            p.backing,
+            match p.visibility {
+                Visibility::All => String::new(),
+                v => format!(" --visible {}", v.name()),
+            }
         )
         .to_lowercase()],
         root: dir.display().to_string(),

@@ -93,6 +93,11 @@ pub struct Truth {
     pub died: bool,
     /// Host bytes the GPU driver pins (what driver-held host memory must be).
     pub driver_held: u64,
+    /// The most severe `driver_held_host` finding allowed, where the truth bounds it: `info`
+    /// while an integrated GPU's working memory is all that lifts driver-held memory over the
+    /// finding's floor (an integrated GPU's memory is its VRAM, not a blowup).
+    #[serde(default)]
+    pub driver_held_ceiling: Option<Severity>,
     /// Every mirror, even those below [`REPORT_FLOOR`].
     pub mirrors: Vec<Mirror>,
     /// The findings to report, sorted.

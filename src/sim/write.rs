@@ -67,6 +67,10 @@ impl LiveWriter {
         self.written = now;
         self.w.file(layout::VMSTAT, &state.vmstat)?;
         self.w.file(layout::MEMINFO, &state.meminfo)?;
+        if !state.nvml.is_empty() {
+            let nvml = serde_json::to_string_pretty(&state.nvml).map_err(io::Error::other)?;
+            self.w.file(layout::NVML, nvml + "\n")?;
+        }
         let truth = serde_json::to_string_pretty(&state.truth).map_err(io::Error::other)?;
         self.w.file(layout::SIM_TRUTH, truth + "\n")?;
         self.end_evidence(state)
@@ -91,13 +95,16 @@ impl LiveWriter {
                 ),
             )?;
         }
-        for (fd, minor, text) in &p.fds {
-            if new {
-                let text = Some(text.as_bytes());
-                self.w.fd(p.pid, *fd, format!("/dev/dri/{minor}"), text)?;
-            } else {
-                self.w.fdinfo(p.pid, *fd, text)?;
+        for f in &p.fds {
+            let text = f.fdinfo.as_deref().map(str::as_bytes);
+            match text {
+                Some(t) if !new => self.w.fdinfo(p.pid, f.fd, t)?,
+                _ if !new => {}
+                _ => self.w.fd(p.pid, f.fd, &f.target, text)?,
             }
+        }
+        if let Some(smaps) = &p.smaps {
+            self.w.file(layout::proc_file(p.pid, "smaps"), smaps)?;
         }
         Ok(())
     }

@@ -6,6 +6,8 @@ use gpuledger::findings::{analyze, Finding, Kind, Thresholds};
 use gpuledger::ledger::Ledger;
 use gpuledger::snapshot::{DrmFd, ProcessSample, Snapshot};
 use gpuledger::sources::drm_fdinfo::{FdInfo, RegionStats};
+use gpuledger::sources::nvml::NvGpu;
+use gpuledger::sources::proc_pid::{GpuFd, GpuFdKind};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -104,6 +106,89 @@ fn process() -> impl Strategy<Value = Proc> {
     )
 }
 
+/// (home card, used memory there, pinned host buffers, cards seen besides the home with the
+/// context each holds there).
+type CudaRank = (u8, u64, u64, Vec<(u8, u64)>);
+
+/// CUDA ranks as NVML and smaps show them: used memory per card, `cudaHostAlloc` memory as
+/// pinned shared mappings (no fdinfo on NVIDIA).
+fn cuda_ledger(ranks: &[CudaRank]) -> Ledger {
+    let mut gpus: Vec<NvGpu> = (0..8u8)
+        .map(|d| NvGpu {
+            bus_id: format!("0000:{:02x}:00.0", 0x18 + d),
+            name: "NVIDIA H200".into(),
+            memory_total: Some(141 * GIB),
+            memory_used: None,
+            driver_version: None,
+            pci_device_id: None,
+            processes: Vec::new(),
+        })
+        .collect();
+    let processes = ranks
+        .iter()
+        .enumerate()
+        .map(|(i, (home, used, pinned, seen))| {
+            let pid = 2000 + i as u32;
+            gpus[usize::from(*home)].processes.push((pid, Some(*used)));
+            for &(d, ctx) in seen.iter().filter(|s| s.0 != *home) {
+                let g = &mut gpus[usize::from(d)];
+                if g.processes.iter().all(|p| p.0 != pid) {
+                    g.processes.push((pid, Some(ctx)));
+                }
+            }
+            ProcessSample {
+                pid,
+                comm: "python3".into(),
+                env: BTreeMap::from([("RANK".to_string(), i.to_string())]),
+                other_gpu_fds: vec![GpuFd {
+                    fd: 4,
+                    path: "/dev/nvidia0".into(),
+                    kind: GpuFdKind::Nvidia,
+                    minor: None,
+                }],
+                pinned_shmem: Some(*pinned),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let mut meminfo = BTreeMap::new();
+    meminfo.insert("MemTotal".to_string(), 2048 * GIB);
+    meminfo.insert("MemAvailable".to_string(), 1024 * GIB);
+    meminfo.insert("GPUActive".to_string(), 0);
+    Ledger::from_snapshot(Snapshot {
+        processes,
+        nvml: gpus,
+        meminfo,
+        page_size: 4096,
+        ..Default::default()
+    })
+}
+
+/// A CUDA rank: home card, used memory, pinned host buffers, contexts on other cards.
+fn cuda_rank() -> impl Strategy<Value = CudaRank> {
+    (
+        0u8..8,
+        0u64..64 * GIB,
+        0u64..64 * GIB,
+        proptest::collection::vec((0u8..8, 0u64..=512 * MIB), 0..8),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Pinned host buffers (`cudaHostAlloc`) belong to no card: whatever cards a rank sees and
+    /// however large they are against its working set, they never make a mirror.
+    #[test]
+    fn pinned_host_buffers_never_make_a_mirror(
+        ranks in proptest::collection::vec(cuda_rank(), 1..8)
+    ) {
+        let l = cuda_ledger(&ranks);
+        let found = mirrors(&l, &Thresholds::default());
+        prop_assert!(found.is_empty(), "{:#?}", found.iter().map(|f| &f.message).collect::<Vec<_>>());
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -149,5 +234,20 @@ proptest! {
         let loose = at(low, ratio);
         prop_assert!(at(low + extra, ratio).is_subset(&loose));
         prop_assert!(at(low, ratio + ratio_extra).is_subset(&loose));
+    }
+
+    #[test]
+    fn lowering_the_max_ratio_never_adds_a_finding(
+        procs in proptest::collection::vec((0u8..4, 0u64..16 * GIB, 0u64..16 * GIB,
+            proptest::collection::vec((0u8..4, 0u64..16 * GIB, 0u64..16 * GIB), 0..4)), 1..5),
+        high in 1.0f64..4.0,
+        cut in 0.0f64..0.9,
+    ) {
+        let l = ledger(&procs);
+        let at = |max_ratio: f64| {
+            let t = Thresholds { peer_max_ratio: max_ratio, ..Default::default() };
+            mirrors(&l, &t).iter().map(|f| (f.pid, f.peer.clone())).collect::<std::collections::BTreeSet<_>>()
+        };
+        prop_assert!(at(high - cut).is_subset(&at(high)));
     }
 }

@@ -357,3 +357,64 @@ fn a_symlinked_out_is_refused_even_with_force() {
         "nothing written"
     );
 }
+
+/// `--visible own`: each rank opens only its card and carries the mask a launcher would set;
+/// nothing is mirrored. An NVIDIA job's tree carries NVML's answers, and its ranks read as
+/// NVIDIA processes with their pinned host buffers.
+#[test]
+fn masks_and_nvidia_cards_read_back_as_the_model_wrote_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("own");
+    let args = ["ddp-peer-mirror", "--ranks", "4", "--visible", "own"];
+    assert!(simulate(&args, &tree).status.success());
+    for r in 0..4u32 {
+        let pid = 4001 + r;
+        let fds = std::fs::read_dir(tree.join(format!("proc/{pid}/fd")))
+            .unwrap()
+            .count();
+        assert_eq!(fds, 1, "rank {r} opens its own card only");
+        let environ = std::fs::read(tree.join(format!("proc/{pid}/environ"))).unwrap();
+        let mask = format!("ZE_AFFINITY_MASK={r}");
+        assert!(environ.split(|b| *b == 0).any(|v| v == mask.as_bytes()));
+    }
+    let doc = json_of(&["--root", tree.to_str().unwrap(), "--json"], 0);
+    assert!(doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["kind"] != "peer_mirror"));
+
+    let nv = tmp.path().join("nv");
+    assert!(simulate(&["nvidia-ddp", "--ranks", "2"], &nv)
+        .status
+        .success());
+    assert!(nv.join("nvml.json").is_file());
+    let doc = json_of(&["--root", nv.to_str().unwrap(), "--json"], 0);
+    let names: Vec<&str> = doc["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert_eq!(names, ["NVIDIA H200", "NVIDIA H200"]);
+    let regions = |p: &serde_json::Value| -> Vec<String> {
+        p["usage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|u| u["region"].as_str().map(str::to_string))
+            .collect()
+    };
+    let ranks: Vec<Vec<String>> = doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["rank"].is_u64())
+        .map(regions)
+        .collect();
+    assert_eq!(ranks.len(), 2);
+    for r in &ranks {
+        assert_eq!(r.iter().filter(|g| *g == "vram").count(), 2, "{r:?}");
+        assert!(r.contains(&"pinned-shmem".to_string()), "{r:?}");
+    }
+}
