@@ -1,34 +1,29 @@
 //! `top`: the live terminal view (ratatui + crossterm). The terminal is restored on exit and on
-//! panic (ratatui's init installs the hook).
+//! panic (ratatui's init installs the hook). Keys change the [`Model`]; the frame is drawn from the
+//! sampled [`State`] and the model.
 
+mod model;
+mod rows;
 mod view;
+
+pub use model::{Flow, Model, Pane, Scroll};
 
 use crate::findings::{analyze, Finding, Thresholds};
 use crate::ledger::{Filter, Ledger, MemClass};
 use crate::sampler::{SampleError, Sampler};
 use crate::sources::kernel_log::LogCache;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 pub use crate::ledger::SortKey;
-
-/// The order the `s` key cycles through.
-fn next_sort(key: SortKey) -> SortKey {
-    match key {
-        SortKey::Host => SortKey::Local,
-        SortKey::Local => SortKey::Rank,
-        SortKey::Rank => SortKey::Pid,
-        SortKey::Pid => SortKey::Host,
-    }
-}
 
 /// How `top` runs.
 #[derive(Debug, Clone)]
 pub struct TopOptions {
     /// Time between samples.
     pub interval: Duration,
-    /// The first sort order.
+    /// The first sort order (the snapshot's, rank, unless `--sort` says otherwise).
     pub sort: SortKey,
     /// `--pid`/`--device`: what is shown (findings are computed on the whole machine first).
     pub filter: Filter,
@@ -41,12 +36,10 @@ pub struct TopOptions {
 pub struct State {
     /// Latest ledger.
     pub ledger: Ledger,
-    /// Its findings.
+    /// Its findings, most severe first (the library's order).
     pub findings: Vec<Finding>,
     /// Host-class and device-local totals of the last samples, oldest first.
     pub history: VecDeque<(u64, u64)>,
-    /// Sort order.
-    pub sort: SortKey,
 }
 
 const HISTORY: usize = 300;
@@ -73,7 +66,7 @@ fn sample(
     Ok((filter.ledger(&whole), findings))
 }
 
-/// Runs the view until `q`, Esc or Ctrl-C.
+/// Runs the view until `q` or Ctrl-C.
 pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<(), TopError> {
     let mut kernel = LogCache::default();
     let (first, findings) = sample(&mut sampler, &opts.filter, t, &mut kernel)?;
@@ -81,8 +74,8 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
         findings,
         history: VecDeque::from([totals(&first)]),
         ledger: first,
-        sort: opts.sort,
     };
+    let mut model = Model::new(opts.sort);
     let interval = opts.interval;
     // crossterm reads NO_COLOR itself; the binary has already decided, with --color too.
     ratatui::crossterm::style::force_color_output(opts.color);
@@ -90,21 +83,12 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
     let result = (|| -> Result<(), TopError> {
         let mut next = Instant::now() + interval;
         loop {
-            terminal.draw(|f| view::draw(f, &state))?;
+            terminal.draw(|f| view::draw(f, &state, &mut model))?;
             let wait = next.saturating_duration_since(Instant::now());
             if event::poll(wait)? {
                 if let Event::Key(k) = event::read()? {
-                    if k.kind == KeyEventKind::Press {
-                        match k.code {
-                            KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
-                            KeyCode::Char('c')
-                                if k.modifiers.contains(event::KeyModifiers::CONTROL) =>
-                            {
-                                return Ok(())
-                            }
-                            KeyCode::Char('s') => state.sort = next_sort(state.sort),
-                            _ => {}
-                        }
+                    if k.kind == KeyEventKind::Press && model.on_key(k) == Flow::Quit {
+                        return Ok(());
                     }
                 }
                 continue;
