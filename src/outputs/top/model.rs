@@ -291,7 +291,11 @@ mod tests {
         typed(&mut m, "py?q");
         assert_eq!(m.filter, "py?q", "? and q are text while typing");
         assert!(!m.help);
-        assert_eq!(m.scroll(Pane::Processes).offset, 0, "matches shown from the top");
+        assert_eq!(
+            m.scroll(Pane::Processes).offset,
+            0,
+            "matches shown from the top"
+        );
         press(&mut m, KeyCode::Backspace);
         press(&mut m, KeyCode::Enter);
         assert_eq!((m.filter.as_str(), m.editing), ("py?", false));
@@ -301,7 +305,11 @@ mod tests {
         typed(&mut m, "x");
         press(&mut m, KeyCode::Esc);
         assert_eq!((m.filter.as_str(), m.editing), ("", false));
-        assert_eq!(press(&mut m, KeyCode::Esc), Flow::Continue, "Esc never quits");
+        assert_eq!(
+            press(&mut m, KeyCode::Esc),
+            Flow::Continue,
+            "Esc never quits"
+        );
     }
 
     #[test]
@@ -311,7 +319,11 @@ mod tests {
         assert!(m.help);
         press(&mut m, KeyCode::PageDown);
         assert!(!m.help);
-        assert_eq!(m.scroll(Pane::Processes).offset, 0, "the closing key only closes");
+        assert_eq!(
+            m.scroll(Pane::Processes).offset,
+            0,
+            "the closing key only closes"
+        );
         press(&mut m, KeyCode::Char('?'));
         assert_eq!(press(&mut m, KeyCode::Char('q')), Flow::Quit);
     }

@@ -89,7 +89,9 @@ fn wrapped_rows(line: &Line, width: usize) -> usize {
 fn pane_block(m: &Model, pane: Pane, title: String) -> Block<'static> {
     let focused = m.focus == pane;
     let style = if focused {
-        Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        Style::default()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD)
     } else {
         Style::default()
     };
@@ -172,10 +174,7 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
     } else {
         "per process × device"
     };
-    let title = format!(
-        " processes {count} (sorted by {}, {shape}) ",
-        m.sort.name()
-    );
+    let title = format!(" processes {count} (sorted by {}, {shape}) ", m.sort.name());
     let block = pane_block(m, Pane::Processes, title);
     let inner = block.inner(area);
     let page = (inner.height as usize).saturating_sub(1).min(rows.len());
@@ -240,30 +239,35 @@ fn findings_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, m: &mut M
     }
 }
 
+/// Host memory as a bar: boxed on tall terminals, one row on short ones.
 fn host_gauge(f: &mut Frame, area: Rect, s: &State) {
     let h = &s.ledger.host;
     let total = h.mem_total.unwrap_or(0);
     let avail = h.mem_available.unwrap_or(0);
+    let boxed = area.height >= 3;
     let label = format!(
-        "used {} / {}   available {}   {}",
+        "{}used {} / {}   available {}   {}",
+        if boxed { "" } else { "host memory: " },
         human_bytes(total.saturating_sub(avail)),
         human_bytes(total),
         human_bytes(avail),
         driver_held_line(h.driver_held())
     );
     let low = (avail as f64) < total as f64 * 0.1;
-    f.render_widget(
-        Gauge::default()
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" host memory "),
-            )
-            .gauge_style(Style::default().fg(if low { Color::Red } else { Color::Green }))
-            .ratio(ratio(total.saturating_sub(avail), total))
-            .label(label),
-        area,
-    );
+    let gauge = Gauge::default()
+        .gauge_style(Style::default().fg(if low { Color::Red } else { Color::Green }))
+        .ratio(ratio(total.saturating_sub(avail), total))
+        .label(label);
+    let gauge = if boxed {
+        gauge.block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" host memory "),
+        )
+    } else {
+        gauge
+    };
+    f.render_widget(gauge, area);
 }
 
 fn history(f: &mut Frame, area: Rect, s: &State) {
@@ -313,22 +317,25 @@ fn key_line(m: &Model) -> Line<'static> {
     Line::from(spans)
 }
 
-/// Heights of the panes between the host gauge and the key line.
+/// Heights of the panes above the key line.
 struct Heights {
+    host: u16,
     devices: u16,
     findings: u16,
     history: u16,
 }
 
-/// Shares `height` rows: the sparklines only on tall terminals, devices and findings as many
-/// rows as they need up to a share each, the processes the rest.
+/// Shares `height` rows: the host box and the sparklines only on tall terminals, devices and
+/// findings as many rows as they need up to a share each, the processes the rest.
 fn heights(height: u16, devices: usize, finding_rows: usize) -> Heights {
-    let history = if height >= 34 { 4 } else { 0 };
-    let avail = height.saturating_sub(3 + 1 + history);
+    let tall = height >= 34;
+    let (host, history) = if tall { (3, 4) } else { (1, 0) };
+    let avail = height.saturating_sub(host + 1 + history);
     let cap = |n: usize, share: u16| (n.max(1) as u16).min(share.max(2)) + 2;
     Heights {
-        devices: cap(devices, avail / 5),
-        findings: cap(finding_rows, avail * 3 / 10),
+        host,
+        devices: cap(devices, avail / if tall { 5 } else { 6 }),
+        findings: cap(finding_rows, avail / 4),
         history,
     }
 }
@@ -341,7 +348,7 @@ pub fn draw(f: &mut Frame, s: &State, m: &mut Model) {
     let finding_rows = lines.iter().map(|l| wrapped_rows(l, width)).sum();
     let h = heights(f.area().height, s.ledger.devices.len(), finding_rows);
     let areas = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(h.host),
         Constraint::Length(h.devices),
         Constraint::Min(3),
         Constraint::Length(h.findings),

@@ -10,7 +10,10 @@ const KEYS: [(&str, &str); 11] = [
     ("↑ ↓", "scroll the focused pane one row"),
     ("PgUp PgDn", "scroll one page"),
     ("Home End", "first / last rows"),
-    ("Tab S-Tab", "next / previous pane: devices, processes, findings"),
+    (
+        "Tab S-Tab",
+        "next / previous pane: devices, processes, findings",
+    ),
     ("/", "filter processes by name, pid or command line"),
     ("", "(Enter keeps the filter, Esc clears it)"),
     ("Esc", "clear the filter"),
@@ -40,10 +43,17 @@ pub fn widget() -> Paragraph<'static> {
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let mut lines: Vec<Line> = KEYS
         .iter()
-        .map(|(k, what)| Line::from(vec![Span::styled(format!(" {k:<10} "), bold), Span::raw(*what)]))
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!(" {k:<10} "), bold),
+                Span::raw(*what),
+            ])
+        })
         .collect();
     lines.push(Line::from(""));
-    lines.push(Line::from(" * marks a process's home device; LOCAL = VRAM, HOST = GTT/system"));
+    lines.push(Line::from(
+        " * marks a process's home device; LOCAL = VRAM, HOST = GTT/system",
+    ));
     Paragraph::new(lines).block(
         Block::default()
             .borders(Borders::ALL)

@@ -61,8 +61,8 @@ fn ranks64() -> &'static State {
         p.ranks = 64;
         p.backing = Backing::Deferred;
         let sim = Simulation::new(p);
-        let mut w = LiveWriter::new(TreeWriter::new(dir.path()).unwrap(), "ddp-peer-mirror")
-            .unwrap();
+        let mut w =
+            LiveWriter::new(TreeWriter::new(dir.path()).unwrap(), "ddp-peer-mirror").unwrap();
         w.write(&sim.state_at(10.0)).unwrap();
         state_of(dir.path())
     })
@@ -147,7 +147,10 @@ fn findings_that_do_not_fit_are_counted() {
     crate::findings::rank(&mut state.findings);
     let rows = shot(&state, 400, 40);
     assert!(
-        has(&rows, "findings, 3 processes"),
+        has(
+            &rows,
+            "CRITICAL peer_mirror: 8 findings, 2 processes × 2 peers"
+        ),
         "folded: {}",
         rows.join("\n")
     );
@@ -210,9 +213,15 @@ fn sixty_four_ranks_scroll_and_count_what_is_hidden() {
         assert_eq!(p.len, 64 * 64, "{width}x{height}");
         assert!(p.page >= 4, "{width}x{height}: {p:?}\n{all}");
         let first = table_rows(&rows);
-        assert!(first[0].starts_with("4001") && first[0].contains("0000:03:00.0 *"), "{all}");
+        assert!(
+            first[0].starts_with("4001") && first[0].contains("0000:03:00.0 *"),
+            "{all}"
+        );
         assert_eq!(first.len(), p.page, "{all}");
-        assert!(has(&rows, &format!("+{} more below", p.len - p.page)), "{all}");
+        assert!(
+            has(&rows, &format!("+{} more below", p.len - p.page)),
+            "{all}"
+        );
         let d = m.scroll(Pane::Devices);
         assert_eq!(d.len, 64);
         assert!(has(&rows, &format!("+{} more below", 64 - d.page)), "{all}");
@@ -221,11 +230,19 @@ fn sixty_four_ranks_scroll_and_count_what_is_hidden() {
         press(&mut m, KeyCode::PageDown);
         let rows = screen(state, &mut m, width, height);
         assert_eq!(m.scroll(Pane::Processes).offset, p.page);
-        assert!(has(&rows, &format!("+{} more above", p.page)), "{}", rows.join("\n"));
+        assert!(
+            has(&rows, &format!("+{} more above", p.page)),
+            "{}",
+            rows.join("\n")
+        );
         press(&mut m, KeyCode::End);
         let rows = screen(state, &mut m, width, height);
         let last = table_rows(&rows);
-        assert!(last.last().unwrap().contains("0000:42:00.0"), "{}", rows.join("\n"));
+        assert!(
+            last.last().unwrap().contains("0000:42:00.0"),
+            "{}",
+            rows.join("\n")
+        );
         assert!(!has(&rows, "more below ") || m.scroll(Pane::Processes).below() == 0);
         assert_eq!(m.scroll(Pane::Processes).below(), 0);
     }
@@ -237,7 +254,9 @@ fn findings_are_grouped_worst_first_and_scroll_with_focus() {
     let mut m = Model::new(SortKey::Rank);
     let rows = screen(state, &mut m, 200, 50);
     let all = rows.join("\n");
-    let critical = rows.iter().position(|r| r.contains("CRITICAL driver_held_host"));
+    let critical = rows
+        .iter()
+        .position(|r| r.contains("CRITICAL driver_held_host"));
     let grouped = rows
         .iter()
         .position(|r| r.contains("peer_mirror: 4032 findings, 64 processes × 64 peers"));
@@ -251,8 +270,18 @@ fn findings_are_grouped_worst_first_and_scroll_with_focus() {
     press(&mut m, KeyCode::PageDown);
     let rows = screen(state, &mut m, 80, 24);
     assert!(has(&rows, "+1 more above"), "{}", rows.join("\n"));
-    assert!(has(&rows, "peer_mirror: 4032 findings"), "{}", rows.join("\n"));
-    assert_eq!(m.scroll(Pane::Processes), Scroll { offset: 0, ..m.scroll(Pane::Processes) });
+    assert!(
+        has(&rows, "peer_mirror: 4032 findings"),
+        "{}",
+        rows.join("\n")
+    );
+    assert_eq!(
+        m.scroll(Pane::Processes),
+        Scroll {
+            offset: 0,
+            ..m.scroll(Pane::Processes)
+        }
+    );
 }
 
 #[test]
@@ -264,11 +293,20 @@ fn question_mark_draws_the_key_help_over_the_screen() {
         press(&mut m, KeyCode::Char('?'));
         let rows = screen(state, &mut m, width, height);
         let all = rows.join("\n");
-        for key in ["keys (gpuledger top)", "PgUp PgDn", "Home End", "filter processes by name", "q Ctrl-C"] {
+        for key in [
+            "keys (gpuledger top)",
+            "PgUp PgDn",
+            "Home End",
+            "filter processes by name",
+            "q Ctrl-C",
+        ] {
             assert!(has(&rows, key), "{width}x{height}: {key:?} in\n{all}");
         }
         press(&mut m, KeyCode::Esc);
-        assert!(!has(&screen(state, &mut m, width, height), "keys (gpuledger top)"));
+        assert!(!has(
+            &screen(state, &mut m, width, height),
+            "keys (gpuledger top)"
+        ));
     }
 }
 
@@ -289,10 +327,18 @@ fn slash_filters_by_pid_name_or_command_line_and_says_so() {
     assert!(shown.iter().all(|r| r.starts_with("4063")), "{all}");
     press(&mut m, KeyCode::Enter);
     let rows = screen(state, &mut m, 80, 24);
-    assert!(rows[23].starts_with(" filter: 4063 (Esc clears)"), "{}", rows[23]);
+    assert!(
+        rows[23].starts_with(" filter: 4063 (Esc clears)"),
+        "{}",
+        rows[23]
+    );
     press(&mut m, KeyCode::Esc);
     let rows = screen(state, &mut m, 80, 24);
-    assert!(has(&rows, "processes 64 (sorted by rank"), "{}", rows.join("\n"));
+    assert!(
+        has(&rows, "processes 64 (sorted by rank"),
+        "{}",
+        rows.join("\n")
+    );
     // Every rank's command line names the script; nothing else does.
     m.filter = "nothing-runs-this".into();
     let rows = screen(state, &mut m, 80, 24);
@@ -310,7 +356,20 @@ fn g_shows_one_row_per_process_with_its_devices_summed() {
     assert!(has(&rows, "per process)"), "{all}");
     let first = &table_rows(&rows)[0];
     assert!(first.contains("0000:03:00.0 * +63"), "{first}");
-    let p = state.ledger.processes.iter().find(|p| p.pid == 4001).unwrap();
-    let local: u64 = p.devices().iter().map(|d| p.resident(d, MemClass::Device)).sum();
-    assert!(first.contains(&human_bytes(local)), "{first} sums {}", human_bytes(local));
+    let p = state
+        .ledger
+        .processes
+        .iter()
+        .find(|p| p.pid == 4001)
+        .unwrap();
+    let local: u64 = p
+        .devices()
+        .iter()
+        .map(|d| p.resident(d, MemClass::Device))
+        .sum();
+    assert!(
+        first.contains(&human_bytes(local)),
+        "{first} sums {}",
+        human_bytes(local)
+    );
 }
