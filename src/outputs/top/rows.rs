@@ -26,6 +26,8 @@ pub struct ProcRow {
     pub local: u64,
     /// Host-class resident bytes.
     pub host: u64,
+    /// Command line, escaped for the terminal.
+    pub command: String,
 }
 
 /// Whether `p` matches the filter text: in its name, pid or command line, ignoring case.
@@ -62,6 +64,7 @@ pub fn process_rows(l: &Ledger, m: &Model) -> (Vec<ProcRow>, usize) {
             device,
             local,
             host,
+            command: safe(&p.cmdline.join(" ")),
         };
         let devices = p.devices();
         if m.grouped {

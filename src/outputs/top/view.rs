@@ -189,6 +189,7 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
             r.device.clone(),
             human_bytes(r.local),
             human_bytes(r.host),
+            r.command.clone(),
         ])
     });
     let table = Table::new(
@@ -200,11 +201,20 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
             Constraint::Length(if m.grouped { 19 } else { 15 }),
             Constraint::Length(11),
             Constraint::Length(11),
+            Constraint::Fill(1),
         ],
     )
     .header(
-        Row::new(["PID", "RANK", "COMM", "DEVICE (*home)", "LOCAL", "HOST"])
-            .style(Style::default().add_modifier(Modifier::BOLD)),
+        Row::new([
+            "PID",
+            "RANK",
+            "COMM",
+            "DEVICE (*home)",
+            "LOCAL",
+            "HOST",
+            "COMMAND",
+        ])
+        .style(Style::default().add_modifier(Modifier::BOLD)),
     );
     f.render_widget(table, inner);
 }
@@ -312,7 +322,7 @@ fn key_line(m: &Model) -> Line<'static> {
         spans.push(Span::raw("(Esc clears) "));
     }
     spans.push(Span::raw(
-        " q quit  ? help  Tab pane  ↑↓ PgUp PgDn Home End scroll  / filter  g group  s sort",
+        " q quit  ? help  Tab pane  ↑↓ PgUp PgDn Home End  / filter  g group  s sort",
     ));
     Line::from(spans)
 }
