@@ -14,6 +14,7 @@ use crate::sampler::{SampleError, Sampler};
 use crate::sources::kernel_log::LogCache;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 pub use crate::ledger::SortKey;
@@ -66,6 +67,45 @@ fn sample(
     Ok((filter.ledger(&whole), findings))
 }
 
+/// What the sampling thread sends: a ledger and its findings, or why sampling stopped.
+type Sample = Result<(Ledger, Vec<Finding>), TopError>;
+
+/// Samples every `interval` on a thread of its own, so that keys are answered while a large
+/// machine is being read; the thread ends when the view has gone or a sample failed.
+fn spawn_sampler(
+    mut sampler: Sampler,
+    filter: Filter,
+    t: Thresholds,
+    interval: Duration,
+    mut kernel: LogCache,
+) -> Receiver<Sample> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::spawn(move || loop {
+        std::thread::sleep(interval);
+        let s = sample(&mut sampler, &filter, &t, &mut kernel);
+        let failed = s.is_err();
+        if tx.send(s).is_err() || failed {
+            return;
+        }
+    });
+    rx
+}
+
+impl State {
+    /// Takes a new sample in.
+    fn push(&mut self, ledger: Ledger, findings: Vec<Finding>) {
+        self.findings = findings;
+        self.history.push_back(totals(&ledger));
+        while self.history.len() > HISTORY {
+            self.history.pop_front();
+        }
+        self.ledger = ledger;
+    }
+}
+
+/// How often keys and samples are looked for.
+const TICK: Duration = Duration::from_millis(50);
+
 /// Runs the view until `q` or Ctrl-C.
 pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<(), TopError> {
     let mut kernel = LogCache::default();
@@ -76,31 +116,44 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
         ledger: first,
     };
     let mut model = Model::new(opts.sort);
-    let interval = opts.interval;
+    let samples = spawn_sampler(
+        sampler,
+        opts.filter.clone(),
+        t.clone(),
+        opts.interval,
+        kernel,
+    );
     // crossterm reads NO_COLOR itself; the binary has already decided, with --color too.
     ratatui::crossterm::style::force_color_output(opts.color);
     let mut terminal = ratatui::init();
     let result = (|| -> Result<(), TopError> {
-        let mut next = Instant::now() + interval;
+        let mut dirty = true;
         loop {
-            terminal.draw(|f| view::draw(f, &state, &mut model))?;
-            let wait = next.saturating_duration_since(Instant::now());
-            if event::poll(wait)? {
-                if let Event::Key(k) = event::read()? {
-                    if k.kind == KeyEventKind::Press && model.on_key(k) == Flow::Quit {
-                        return Ok(());
+            if dirty {
+                terminal.draw(|f| view::draw(f, &state, &mut model))?;
+                dirty = false;
+            }
+            if event::poll(TICK)? {
+                match event::read()? {
+                    Event::Key(k) if k.kind == KeyEventKind::Press => {
+                        if model.on_key(k) == Flow::Quit {
+                            return Ok(());
+                        }
+                        dirty = true;
                     }
+                    Event::Resize(..) => dirty = true,
+                    _ => {}
                 }
-                continue;
             }
-            next = Instant::now() + interval;
-            let (ledger, findings) = sample(&mut sampler, &opts.filter, t, &mut kernel)?;
-            state.findings = findings;
-            state.history.push_back(totals(&ledger));
-            while state.history.len() > HISTORY {
-                state.history.pop_front();
+            match samples.try_recv() {
+                Ok(s) => {
+                    let (ledger, findings) = s?;
+                    state.push(ledger, findings);
+                    dirty = true;
+                }
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => return Err(TopError::SamplerStopped),
             }
-            state.ledger = ledger;
         }
     })();
     ratatui::restore();
@@ -116,4 +169,7 @@ pub enum TopError {
     /// The terminal failed.
     #[error("terminal")]
     Terminal(#[from] std::io::Error),
+    /// The sampling thread ended without saying why (it panicked).
+    #[error("the sampling thread stopped")]
+    SamplerStopped,
 }
