@@ -110,6 +110,7 @@ pub const TOP: &str = concat!(
     "  Esc                         clear the filter\n",
     "  g                           one row per process / per process and device\n",
     "  s                           sort: rank (the snapshot's), host, local, pid\n",
+    "  v                           list every finding / fold many of one kind\n",
     "  q Ctrl-C                    quit\n\n",
     exit_status!("  (2 also without a terminal: use --loop or record --all)"),
 );

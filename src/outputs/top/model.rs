@@ -102,6 +102,8 @@ pub struct Model {
     pub grouped: bool,
     /// Shown processes match this (name, pid or command line); empty shows all.
     pub filter: String,
+    /// Every finding on a line of its own instead of many of one kind and severity folded.
+    pub each: bool,
     /// Whether keys are typed into the filter.
     pub editing: bool,
     /// Whether the key help covers the screen.
@@ -117,6 +119,7 @@ impl Model {
             sort,
             grouped: false,
             filter: String::new(),
+            each: false,
             editing: false,
             help: false,
         }
@@ -160,6 +163,10 @@ impl Model {
             KeyCode::Char('g') => {
                 self.grouped = !self.grouped;
                 self.scroll[Pane::Processes.index()].offset = 0;
+            }
+            KeyCode::Char('v') => {
+                self.each = !self.each;
+                self.scroll[Pane::Findings.index()].offset = 0;
             }
             KeyCode::Char('s') => self.sort = next_sort(self.sort),
             KeyCode::Tab => self.focus = self.focus.next(),
@@ -329,8 +336,16 @@ mod tests {
     }
 
     #[test]
-    fn g_groups_s_sorts_q_and_ctrl_c_quit() {
+    fn g_groups_v_unfolds_s_sorts_q_and_ctrl_c_quit() {
         let mut m = hundred();
+        m.fit(Pane::Findings, 30, 5);
+        press(&mut m, KeyCode::Tab);
+        press(&mut m, KeyCode::PageDown);
+        press(&mut m, KeyCode::Char('v'));
+        assert!(m.each);
+        assert_eq!(m.scroll(Pane::Findings).offset, 0, "listed from the top");
+        press(&mut m, KeyCode::Char('v'));
+        assert!(!m.each);
         press(&mut m, KeyCode::Char('g'));
         assert!(m.grouped);
         press(&mut m, KeyCode::Char('g'));

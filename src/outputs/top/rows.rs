@@ -115,11 +115,11 @@ fn head(s: Severity, kind: &str) -> Span<'static> {
 }
 
 /// One line per finding, or per group of many findings of one kind and severity (as the
-/// snapshot folds them), in the library's order: most severe first.
-pub fn finding_lines(findings: &[Finding]) -> Vec<Line<'static>> {
+/// snapshot folds them) unless `each`, in the library's order: most severe first.
+pub fn finding_lines(findings: &[Finding], each: bool) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     for g in groups(findings) {
-        if g.folded() {
+        if g.folded() && !each {
             let (pids, peers) = g.shape();
             let (median, total) = g.bytes();
             let shape = match (pids, peers) {
@@ -130,7 +130,7 @@ pub fn finding_lines(findings: &[Finding]) -> Vec<Line<'static>> {
             out.push(Line::from(vec![
                 head(g.severity, g.kind.as_str()),
                 Span::raw(format!(
-                    "{} findings{shape}, {} each (median), {} in all; `gpuledger -v` lists each",
+                    "{} findings{shape}, {} each (median), {} in all; v lists each",
                     g.findings.len(),
                     human_bytes(median),
                     human_bytes(total)

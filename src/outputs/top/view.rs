@@ -352,10 +352,15 @@ fn heights(height: u16, devices: usize, finding_rows: usize) -> Heights {
 
 /// Draws the frame and tells `m` what each pane showed.
 pub fn draw(f: &mut Frame, s: &State, m: &mut Model) {
-    let lines = finding_lines(&s.findings);
+    let lines = finding_lines(&s.findings, m.each);
     m.fit(Pane::Findings, lines.len(), m.scroll(Pane::Findings).page);
     let width = f.area().width.saturating_sub(2) as usize;
-    let finding_rows = lines.iter().map(|l| wrapped_rows(l, width)).sum();
+    // Each line takes a row at least: more lines than rows never change the share.
+    let finding_rows = lines
+        .iter()
+        .take(f.area().height as usize)
+        .map(|l| wrapped_rows(l, width))
+        .sum();
     let h = heights(f.area().height, s.ledger.devices.len(), finding_rows);
     let areas = Layout::vertical([
         Constraint::Length(h.host),

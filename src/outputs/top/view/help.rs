@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 /// The keys and what they do.
-const KEYS: [(&str, &str); 11] = [
+const KEYS: [(&str, &str); 12] = [
     ("↑ ↓", "scroll the focused pane one row"),
     ("PgUp PgDn", "scroll one page"),
     ("Home End", "first / last rows"),
@@ -19,6 +19,10 @@ const KEYS: [(&str, &str); 11] = [
     ("Esc", "clear the filter"),
     ("g", "one row per process / per process and device"),
     ("s", "sort: rank, host-class, device-local, pid"),
+    (
+        "v",
+        "list every finding / fold many of one kind and severity",
+    ),
     ("?", "this help (any key closes it)"),
     ("q Ctrl-C", "quit"),
 ];

@@ -282,6 +282,17 @@ fn findings_are_grouped_worst_first_and_scroll_with_focus() {
             ..m.scroll(Pane::Processes)
         }
     );
+    // v lists each of them, scrolled from the top.
+    press(&mut m, KeyCode::Char('v'));
+    let rows = screen(state, &mut m, 200, 50);
+    let f = m.scroll(Pane::Findings);
+    assert_eq!((f.offset, f.len), (0, 1 + 4032));
+    assert!(
+        has(&rows, "INFO     peer_mirror: rank 0 (pid 4001, home"),
+        "{}",
+        rows.join("\n")
+    );
+    assert!(has(&rows, &format!("+{} more below", f.len - f.page)));
 }
 
 #[test]
