@@ -350,7 +350,10 @@ fn slash_filters_by_pid_name_or_command_line_and_says_so() {
         "{}",
         rows.join("\n")
     );
-    // Every rank's command line names the script; nothing else does.
+    // Every rank's command line names the script, in any case; nothing else matches.
+    m.filter = "TRAIN.PY".into();
+    let rows = screen(state, &mut m, 80, 24);
+    assert!(has(&rows, "64 of 64 match"), "{}", rows.join("\n"));
     m.filter = "nothing-runs-this".into();
     let rows = screen(state, &mut m, 80, 24);
     assert!(table_rows(&rows).is_empty() && has(&rows, "0 of 64 match"));
