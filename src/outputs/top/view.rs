@@ -156,6 +156,9 @@ fn devices_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
+/// Table width from which the COMMAND column is shown.
+const COMMAND_FROM: u16 = 92;
+
 fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
     let (rows, shown) = process_rows(&s.ledger, m);
     let total = s
@@ -192,6 +195,12 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
             r.command.clone(),
         ])
     });
+    // The command line only where it has room to say something (not at 80 columns).
+    let command = if inner.width >= COMMAND_FROM {
+        Constraint::Fill(1)
+    } else {
+        Constraint::Length(0)
+    };
     let table = Table::new(
         shown,
         [
@@ -201,7 +210,7 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
             Constraint::Length(if m.grouped { 19 } else { 15 }),
             Constraint::Length(11),
             Constraint::Length(11),
-            Constraint::Fill(1),
+            command,
         ],
     )
     .header(

@@ -226,6 +226,11 @@ fn sixty_four_ranks_scroll_and_count_what_is_hidden() {
         assert_eq!(d.len, 64);
         assert!(has(&rows, &format!("+{} more below", 64 - d.page)), "{all}");
         assert!(has(&rows, "sorted by rank, per process × device"), "{all}");
+        assert_eq!(
+            has(&rows, "/usr/bin/python3 -u train.py"),
+            width == 200,
+            "command lines only where they fit: {all}"
+        );
 
         press(&mut m, KeyCode::PageDown);
         let rows = screen(state, &mut m, width, height);
