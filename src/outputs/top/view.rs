@@ -230,8 +230,19 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
 
 /// The findings from the scroll offset on, each in rows of its own, as many as fit; the first
 /// is drawn even when cut (an empty pane would hide the worst one).
-fn findings_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, m: &mut Model) {
-    let block = pane_block(m, Pane::Findings, " findings ".into());
+fn findings_pane(
+    f: &mut Frame,
+    area: Rect,
+    lines: Vec<Line<'static>>,
+    count: usize,
+    m: &mut Model,
+) {
+    let title = if lines.len() < count {
+        format!(" findings {count} (folded by kind; v lists each) ")
+    } else {
+        format!(" findings {count} ")
+    };
+    let block = pane_block(m, Pane::Findings, title);
     let inner = block.inner(area);
     let offset = m.scroll(Pane::Findings).offset.min(lines.len());
     let mut y = inner.y;
@@ -383,7 +394,7 @@ pub fn draw(f: &mut Frame, s: &State, m: &mut Model) {
     host_gauge(f, areas[0], s);
     devices_pane(f, areas[1], s, m);
     processes_pane(f, areas[2], s, m);
-    findings_pane(f, areas[3], lines, m);
+    findings_pane(f, areas[3], lines, s.findings.len(), m);
     if h.history > 0 {
         history(f, areas[4], s);
     }

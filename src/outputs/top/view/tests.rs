@@ -267,6 +267,10 @@ fn findings_are_grouped_worst_first_and_scroll_with_focus() {
         .position(|r| r.contains("peer_mirror: 4032 findings, 64 processes × 64 peers"));
     assert!(critical.is_some() && grouped.is_some(), "{all}");
     assert!(critical < grouped, "critical first: {all}");
+    assert!(
+        has(&rows, "findings 4033 (folded by kind; v lists each)"),
+        "{all}"
+    );
     // At 80x24 the long critical finding fills the pane; Tab to the findings and PgDn.
     let rows = screen(state, &mut m, 80, 24);
     assert!(has(&rows, "+1 more below"), "{}", rows.join("\n"));
