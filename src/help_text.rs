@@ -104,6 +104,15 @@ pub const TOP: &str = concat!(
     "  gpuledger top\n",
     "  gpuledger top --sort local --device card1\n",
     "  gpuledger --root sim top --interval 500ms\n\n",
+    "Keys (? shows them in the view):\n",
+    "  Up Down PgUp PgDn Home End  scroll the focused pane (hidden rows: +N more)\n",
+    "  Tab Shift-Tab               focus devices, processes or findings\n",
+    "  /                           filter processes by name, pid or command line\n",
+    "  Esc                         clear the filter\n",
+    "  g                           one row per process / per process and device\n",
+    "  s                           sort: rank (the snapshot's), host, local, pid\n",
+    "  v                           list every finding / fold many of one kind\n",
+    "  q Ctrl-C                    quit\n\n",
     exit_status!("  (2 also without a terminal: use --loop or record --all)"),
 );
 

@@ -14,8 +14,8 @@ pub struct TopArgs {
     /// Refresh interval (10ms or more).
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_interval)]
     pub interval: Duration,
-    /// First order of the process table (the s key cycles it).
-    #[arg(long, value_enum, default_value = "host", value_name = "KEY")]
+    /// First order of the process table, the snapshot's by default (the s key cycles it).
+    #[arg(long, value_enum, default_value = "rank", value_name = "KEY")]
     pub sort: SortArg,
     #[command(flatten)]
     pub filter: FilterArgs,

@@ -1,34 +1,30 @@
 //! `top`: the live terminal view (ratatui + crossterm). The terminal is restored on exit and on
-//! panic (ratatui's init installs the hook).
+//! panic (ratatui's init installs the hook). Keys change the [`Model`]; the frame is drawn from the
+//! sampled [`State`] and the model.
 
+mod model;
+mod rows;
 mod view;
+
+pub use model::{Flow, Model, Pane, Scroll};
 
 use crate::findings::{Finding, Thresholds};
 use crate::ledger::{Filter, Ledger, MemClass};
 use crate::observe::{KernelLog, Observer};
 use crate::sampler::{SampleError, Sampler};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::time::Duration;
 
 pub use crate::ledger::SortKey;
-
-/// The order the `s` key cycles through.
-fn next_sort(key: SortKey) -> SortKey {
-    match key {
-        SortKey::Host => SortKey::Local,
-        SortKey::Local => SortKey::Rank,
-        SortKey::Rank => SortKey::Pid,
-        SortKey::Pid => SortKey::Host,
-    }
-}
 
 /// How `top` runs.
 #[derive(Debug, Clone)]
 pub struct TopOptions {
     /// Time between samples.
     pub interval: Duration,
-    /// The first sort order.
+    /// The first sort order (the snapshot's, rank, unless `--sort` says otherwise).
     pub sort: SortKey,
     /// `--pid`/`--device`: what is shown (findings are computed on the whole machine first).
     pub filter: Filter,
@@ -41,12 +37,10 @@ pub struct TopOptions {
 pub struct State {
     /// Latest ledger.
     pub ledger: Ledger,
-    /// Its findings.
+    /// Its findings, most severe first (the library's order).
     pub findings: Vec<Finding>,
     /// Host-class and device-local totals of the last samples, oldest first.
     pub history: VecDeque<(u64, u64)>,
-    /// Sort order.
-    pub sort: SortKey,
 }
 
 const HISTORY: usize = 300;
@@ -69,7 +63,45 @@ fn sample(
     Ok((filter.ledger(&whole.ledger), findings))
 }
 
-/// Runs the view until `q`, Esc or Ctrl-C.
+/// What the sampling thread sends: a ledger and its findings, or why sampling stopped.
+type Sample = Result<(Ledger, Vec<Finding>), TopError>;
+
+/// Samples every `interval` on a thread of its own, so that keys are answered while a large
+/// machine is being read; the thread ends when the view has gone or a sample failed.
+fn spawn_sampler(
+    mut sampler: Sampler,
+    filter: Filter,
+    mut observer: Observer,
+    interval: Duration,
+) -> Receiver<Sample> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::spawn(move || loop {
+        std::thread::sleep(interval);
+        let s = sample(&mut sampler, &filter, &mut observer);
+        let failed = s.is_err();
+        if tx.send(s).is_err() || failed {
+            return;
+        }
+    });
+    rx
+}
+
+impl State {
+    /// Takes a new sample in.
+    fn push(&mut self, ledger: Ledger, findings: Vec<Finding>) {
+        self.findings = findings;
+        self.history.push_back(totals(&ledger));
+        while self.history.len() > HISTORY {
+            self.history.pop_front();
+        }
+        self.ledger = ledger;
+    }
+}
+
+/// How often keys and samples are looked for.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Runs the view until `q` or Ctrl-C.
 pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<(), TopError> {
     let mut observer = Observer::new(t.clone()).kernel_log(KernelLog::Cached);
     let (first, findings) = sample(&mut sampler, &opts.filter, &mut observer)?;
@@ -77,42 +109,45 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
         findings,
         history: VecDeque::from([totals(&first)]),
         ledger: first,
-        sort: opts.sort,
     };
-    let interval = opts.interval;
+    let mut model = Model::new(opts.sort);
+    let samples = spawn_sampler(
+        sampler,
+        opts.filter.clone(),
+        observer,
+        opts.interval,
+    );
     // crossterm reads NO_COLOR itself; the binary has already decided, with --color too.
     ratatui::crossterm::style::force_color_output(opts.color);
     let mut terminal = ratatui::init();
     let result = (|| -> Result<(), TopError> {
-        let mut next = Instant::now() + interval;
+        let mut dirty = true;
         loop {
-            terminal.draw(|f| view::draw(f, &state))?;
-            let wait = next.saturating_duration_since(Instant::now());
-            if event::poll(wait)? {
-                if let Event::Key(k) = event::read()? {
-                    if k.kind == KeyEventKind::Press {
-                        match k.code {
-                            KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
-                            KeyCode::Char('c')
-                                if k.modifiers.contains(event::KeyModifiers::CONTROL) =>
-                            {
-                                return Ok(())
-                            }
-                            KeyCode::Char('s') => state.sort = next_sort(state.sort),
-                            _ => {}
+            if dirty {
+                terminal.draw(|f| view::draw(f, &state, &mut model))?;
+                dirty = false;
+            }
+            if event::poll(TICK)? {
+                match event::read()? {
+                    Event::Key(k) if k.kind == KeyEventKind::Press => {
+                        if model.on_key(k) == Flow::Quit {
+                            return Ok(());
                         }
+                        dirty = true;
                     }
+                    Event::Resize(..) => dirty = true,
+                    _ => {}
                 }
-                continue;
             }
-            next = Instant::now() + interval;
-            let (ledger, findings) = sample(&mut sampler, &opts.filter, &mut observer)?;
-            state.findings = findings;
-            state.history.push_back(totals(&ledger));
-            while state.history.len() > HISTORY {
-                state.history.pop_front();
+            match samples.try_recv() {
+                Ok(s) => {
+                    let (ledger, findings) = s?;
+                    state.push(ledger, findings);
+                    dirty = true;
+                }
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => return Err(TopError::SamplerStopped),
             }
-            state.ledger = ledger;
         }
     })();
     ratatui::restore();
@@ -128,4 +163,7 @@ pub enum TopError {
     /// The terminal failed.
     #[error("terminal")]
     Terminal(#[from] std::io::Error),
+    /// The sampling thread ended without saying why (it panicked).
+    #[error("the sampling thread stopped")]
+    SamplerStopped,
 }
