@@ -26,6 +26,13 @@ pub fn render_calls(t: &CallTable) -> String {
         ));
     }
     out.push_str(")\n");
+    if t.skipped_peer_residency > 0 {
+        out.push_str(&format!(
+            "  {} peer residency call{} answered by gpuledger's interposer without reaching the driver (skip-peer-residency)\n",
+            t.skipped_peer_residency,
+            if t.skipped_peer_residency == 1 { "" } else { "s" }
+        ));
+    }
     for (pid, why) in &t.off {
         out.push_str(&format!("  pid {pid}: tracing off: {why}\n"));
     }
@@ -125,6 +132,14 @@ mod tests {
             ..Default::default()
         };
         assert!(render_calls(&dropped).contains("7 events dropped"));
+        let skipped = CallTable {
+            state: "on: lib".into(),
+            started: vec![1],
+            skipped_peer_residency: 2,
+            ..Default::default()
+        };
+        assert!(render_calls(&skipped)
+            .contains("2 peer residency calls answered by gpuledger's interposer"));
         let no_cuda = CallTable {
             state: "on: lib".into(),
             ..Default::default()

@@ -1,10 +1,12 @@
 //! Reading traced calls back, folded per process × API kind × device in one pass: calls, bytes
 //! live at the peak, the largest single call, failed calls by error code, and live bytes over
-//! time at each change (bounded to [`LIVE_POINTS`] per row, keeping the peak).
+//! time at each change (bounded to [`LIVE_POINTS`] per row, keeping the peak). Residency (made
+//! resident, evicted) and opened IPC ranges count as live bytes of their kind on the target
+//! device, like allocations.
 
 use super::names::UnknownValue;
 use super::RecordingError;
-use gpuledger_trace_wire::{Api, OffReason, Op, Platform};
+use gpuledger_trace_wire::{Api, OffReason, Op, Platform, SKIPPED};
 use rusqlite::OptionalExtension;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -52,6 +54,12 @@ pub struct CallTable {
     pub dropped: u64,
     /// Events received but not stored (the recording's row limit).
     pub not_stored: u64,
+    /// `meta.trace_level_zero`: whether the Level Zero interposer went in ("on" or "off: why");
+    /// `None` in recordings made before it existed.
+    pub level_zero: Option<String>,
+    /// Peer residency calls the interposer answered without reaching the driver
+    /// (`experiment --control skip-peer-residency`).
+    pub skipped_peer_residency: u64,
 }
 
 type Key = (u32, Platform, Api, Option<u32>);
@@ -74,11 +82,13 @@ fn fold(row: &mut CallRow, platform: Platform, op: Op, bytes: u64, result: i32, 
         return;
     }
     match op {
-        Op::Alloc => {
+        Op::Alloc | Op::MakeResident | Op::OpenIpc => {
             row.live_at_end = row.live_at_end.saturating_add(bytes);
             row.largest = row.largest.max(bytes);
         }
-        Op::Free => row.live_at_end = row.live_at_end.saturating_sub(bytes),
+        Op::Free | Op::Evict | Op::CloseIpc => {
+            row.live_at_end = row.live_at_end.saturating_sub(bytes)
+        }
         _ => return,
     }
     row.peak_live = row.peak_live.max(row.live_at_end);
@@ -128,11 +138,12 @@ pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
         state,
         dropped: num("trace_dropped").map_err(sql)?,
         not_stored: num("trace_not_stored").map_err(sql)?,
+        level_zero: meta("trace_level_zero").map_err(sql)?,
         ..Default::default()
     };
     let mut rows: BTreeMap<Key, CallRow> = BTreeMap::new();
     let mut st = conn
-        .prepare("SELECT t_ms, pid, platform, api, op, device, bytes, result FROM api_calls ORDER BY rowid")
+        .prepare("SELECT t_ms, pid, platform, api, op, device, bytes, result, flags FROM api_calls ORDER BY rowid")
         .map_err(sql)?;
     let mut q = st.query([]).map_err(sql)?;
     while let Some(r) = q.next().map_err(sql)? {
@@ -173,7 +184,14 @@ pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
                         failed: Vec::new(),
                         live: Vec::new(),
                     });
-                fold(row, platform, op, bytes, result, t_ms);
+                let flags: u32 = r.get(8).map_err(sql)?;
+                if api == Api::PeerResidency && flags & SKIPPED != 0 {
+                    // Answered by the interposer: a call, but nothing made resident.
+                    table.skipped_peer_residency += 1;
+                    row.calls += 1;
+                } else {
+                    fold(row, platform, op, bytes, result, t_ms);
+                }
             }
         }
     }

@@ -242,7 +242,11 @@ fn residency(
         unsafe { f(ctx, dev, ptr, size) }
     };
     record(Call {
-        api: if peer { Api::PeerResidency } else { Api::Residency },
+        api: if peer {
+            Api::PeerResidency
+        } else {
+            Api::Residency
+        },
         op,
         device: target,
         bytes: size as u64,
@@ -265,7 +269,11 @@ pub unsafe extern "C" fn zeContextMakeMemoryResident(
     ptr: *mut c_void,
     size: usize,
 ) -> ZeResult {
-    residency(Op::MakeResident, next().make_resident, (ctx, dev, ptr, size))
+    residency(
+        Op::MakeResident,
+        next().make_resident,
+        (ctx, dev, ptr, size),
+    )
 }
 
 /// Interposes `zeContextEvictMemory`.

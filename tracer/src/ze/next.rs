@@ -140,7 +140,9 @@ pub fn ordinal(dev: Handle) -> Option<u32> {
         return None;
     }
     let all = DEVICES.get_or_init(|| devices(next()));
-    all.iter().position(|d| *d == dev as usize).map(|i| i as u32)
+    all.iter()
+        .position(|d| *d == dev as usize)
+        .map(|i| i as u32)
 }
 
 /// The device an allocation lives on (null for host memory or when the loader cannot say).
