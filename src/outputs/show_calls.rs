@@ -11,8 +11,15 @@ pub fn render_calls(t: &CallTable) -> String {
     if let Some(why) = t.state.strip_prefix("off: ") {
         return format!("\nBy call: not traced ({why})\n");
     }
+    let ze_off = t
+        .level_zero
+        .as_deref()
+        .and_then(crate::recording::trace_ze::off_worth_saying);
     if t.started.is_empty() && t.off.is_empty() && t.rows.is_empty() {
-        return String::new();
+        return match ze_off {
+            Some(why) => format!("\nBy call: Level Zero not traced ({why})\n"),
+            None => String::new(),
+        };
     }
     let mut out = format!(
         "\nBy call (API-level trace; {} process{} traced",
@@ -26,6 +33,9 @@ pub fn render_calls(t: &CallTable) -> String {
         ));
     }
     out.push_str(")\n");
+    if let Some(why) = ze_off {
+        out.push_str(&format!("  Level Zero not traced: {why}\n"));
+    }
     if t.skipped_peer_residency > 0 {
         out.push_str(&format!(
             "  {} peer residency call{} answered by gpuledger's interposer without reaching the driver (skip-peer-residency)\n",

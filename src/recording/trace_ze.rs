@@ -92,6 +92,14 @@ pub fn level_zero(tracer: &Path, i: &ZeInputs) -> Result<(), ZeOff> {
     }
 }
 
+/// From a recording's `meta.trace_level_zero`, why Level Zero was not traced when that is worth
+/// saying: another tool watched the job (a machine without a loader is not).
+pub fn off_worth_saying(state: &str) -> Option<&str> {
+    state
+        .strip_prefix("off: ")
+        .filter(|why| *why != ZeOff::NoLoader.to_string())
+}
+
 /// The libraries in an `LD_PRELOAD` value (separated by colons or spaces, as ld.so reads it).
 fn preloads(value: Option<&str>) -> Vec<PathBuf> {
     value

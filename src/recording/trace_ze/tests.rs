@@ -87,3 +87,11 @@ fn the_tracer_goes_first_in_the_preload_list() {
         "/opt/gl/libgpuledger_tracer.so:/usr/lib/libjemalloc.so"
     );
 }
+
+#[test]
+fn only_another_tool_is_worth_saying_in_show() {
+    let off = format!("off: {}", ZeOff::TracingLayer("1".into()));
+    assert!(off_worth_saying(&off).is_some_and(|w| w.contains("ZE_ENABLE_TRACING_LAYER=1")));
+    assert_eq!(off_worth_saying(&format!("off: {}", ZeOff::NoLoader)), None);
+    assert_eq!(off_worth_saying("on"), None);
+}
