@@ -70,14 +70,44 @@ pub fn builtin() -> Vec<Control> {
     ]
 }
 
+pub use gpuledger_trace_wire::SKIP_PEER_RESIDENCY_ENV;
+
+/// Controls run only when named, never by default: diagnostics that may slow or break the job.
+/// `skip-peer-residency` preloads gpuledger's Level Zero interposer (`tracer`), which answers
+/// `zeContextMakeMemoryResident` on a device other than the allocation's own with success,
+/// without making the memory resident there (what the compute-runtime#968 reporter's shim did):
+/// kernels that then touch that memory from the peer may fault or slow down.
+pub fn opt_in() -> Vec<Control> {
+    let exe = std::env::current_exe().ok();
+    let lib = crate::recording::trace::library(
+        |k| std::env::var(k).ok(),
+        exe.as_deref().and_then(std::path::Path::parent),
+    );
+    let preload = crate::recording::trace_ze::preload_value(
+        &lib,
+        std::env::var(crate::recording::trace_ze::PRELOAD_ENV)
+            .ok()
+            .as_deref(),
+    );
+    vec![c(
+        "skip-peer-residency",
+        "peer zeContextMakeMemoryResident answered without reaching the driver (diagnostic: may slow or break the job)",
+        &[
+            (SKIP_PEER_RESIDENCY_ENV, "1"),
+            (crate::recording::trace_ze::PRELOAD_ENV, &preload),
+        ],
+    )]
+}
+
 /// A control that could not be understood.
 #[derive(Debug, Error, PartialEq)]
 #[error("unknown control {0:?}: use a built-in name (--list-controls) or NAME:VAR=VAL,VAR=VAL")]
 pub struct ControlError(pub String);
 
-/// Parses `--controls`: built-in names or `NAME:VAR=VAL,…`.
+/// Parses `--controls`: built-in or opt-in names, or `NAME:VAR=VAL,…`.
 pub fn parse_controls(list: &[String]) -> Result<Vec<Control>, ControlError> {
-    let known = builtin();
+    let mut known = builtin();
+    known.extend(opt_in());
     list.iter()
         .map(|item| {
             if let Some(k) = known.iter().find(|k| k.name == *item) {
@@ -189,5 +219,15 @@ mod tests {
         );
         assert!(parse_controls(&["nope".into()]).is_err());
         assert!(parse_controls(&["x:".into()]).is_err());
+    }
+
+    #[test]
+    fn skip_peer_residency_runs_only_when_named_and_preloads_the_tracer() {
+        assert!(builtin().iter().all(|c| c.name != "skip-peer-residency"));
+        let c = parse_controls(&["skip-peer-residency".into()]).unwrap();
+        assert_eq!(c[0].env[0], (SKIP_PEER_RESIDENCY_ENV.into(), "1".into()));
+        let (k, v) = &c[0].env[1];
+        assert_eq!(k, "LD_PRELOAD");
+        assert!(v.contains("libgpuledger_tracer.so"), "{v}");
     }
 }

@@ -101,14 +101,19 @@ pub fn plan(
     if PROFILERS.contains(&name.as_str()) {
         return TracePlan::Off(TraceOff::UnderProfiler(name));
     }
-    let lib = match var(TRACER_ENV).filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => exe_dir.unwrap_or(Path::new(".")).join(TRACER_FILE),
-    };
+    let lib = library(var, exe_dir);
     if lib.is_file() {
         TracePlan::On(lib)
     } else {
         TracePlan::Off(TraceOff::NoTracer(lib))
+    }
+}
+
+/// The tracer library: `GPULEDGER_TRACER`, else beside the gpuledger binary (`exe_dir`).
+pub fn library(var: impl Fn(&str) -> Option<String>, exe_dir: Option<&Path>) -> PathBuf {
+    match var(TRACER_ENV).filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => exe_dir.unwrap_or(Path::new(".")).join(TRACER_FILE),
     }
 }
 

@@ -19,14 +19,13 @@
 mod next;
 
 use crate::writer::{emit, pid, stamp};
-use gpuledger_trace_wire::{residency_flags, Api, Op, Platform, SOCKET_ENV};
+use gpuledger_trace_wire::{
+    residency_flags, Api, Op, Platform, SKIP_PEER_RESIDENCY_ENV, SOCKET_ENV,
+};
 use next::{next, ordinal, owner, range_size, Handle, IpcHandle, ZeResult, SUCCESS, UNINITIALIZED};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Once;
-
-/// The variable that makes the interposer answer peer residency calls itself.
-pub const SKIP_PEER_ENV: &str = "GPULEDGER_ZE_SKIP_PEER_RESIDENCY";
 
 static INIT: Once = Once::new();
 static SKIP_PEER: AtomicBool = AtomicBool::new(false);
@@ -44,7 +43,7 @@ struct DescHead {
 fn init() {
     INIT.call_once(|| {
         SKIP_PEER.store(
-            std::env::var_os(SKIP_PEER_ENV).is_some_and(|v| v == "1"),
+            std::env::var_os(SKIP_PEER_RESIDENCY_ENV).is_some_and(|v| v == "1"),
             Ordering::Relaxed,
         );
         if let Some(s) = std::env::var_os(SOCKET_ENV).filter(|s| !s.is_empty()) {

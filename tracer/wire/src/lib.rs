@@ -19,6 +19,10 @@ pub const EVENTS_PER_DATAGRAM: usize = 64;
 /// The environment variable naming the Unix datagram socket the tracer sends to.
 pub const SOCKET_ENV: &str = "GPULEDGER_TRACE_SOCKET";
 
+/// The environment variable that makes the Level Zero interposer answer peer residency calls
+/// itself (`experiment --control skip-peer-residency`).
+pub const SKIP_PEER_RESIDENCY_ENV: &str = "GPULEDGER_ZE_SKIP_PEER_RESIDENCY";
+
 /// Which memory a call is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Api {
