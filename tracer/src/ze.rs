@@ -376,3 +376,30 @@ pub unsafe extern "C" fn zeContextCreate(
     });
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a loader behind it (this test binary links none), every interposed call answers
+    /// "uninitialized" and records nothing, instead of crashing the job.
+    #[test]
+    fn without_a_loader_calls_answer_uninitialized() {
+        let null = std::ptr::null_mut();
+        let mut p: *mut c_void = null;
+        // SAFETY: no loader is found, so no argument is read or forwarded.
+        let r = unsafe {
+            [
+                zeMemAllocDevice(null, null, 4096, 0, null, &mut p),
+                zeMemAllocHost(null, null, 4096, 0, &mut p),
+                zeMemFree(null, null),
+                zeContextMakeMemoryResident(null, null, null, 4096),
+                zeContextEvictMemory(null, null, null, 4096),
+                zeMemCloseIpcHandle(null, null),
+            ]
+        };
+        assert_eq!(r, [UNINITIALIZED; 6]);
+        assert!(p.is_null());
+        assert_eq!(ordinal(null), None);
+    }
+}
