@@ -51,7 +51,8 @@ fn init() {
         }
     });
     let me = pid();
-    if STARTED.swap(me, Ordering::Relaxed) != me {
+    // A plain load first: the swap (a write to a shared line) happens once per process.
+    if STARTED.load(Ordering::Relaxed) != me && STARTED.swap(me, Ordering::Relaxed) != me {
         emit(&stamp(Api::Tracer, Op::Started, Platform::LevelZero));
     }
 }
@@ -70,6 +71,9 @@ struct Call {
 fn record(c: Call) {
     let _ = std::panic::catch_unwind(|| {
         init();
+        if !crate::writer::enabled() {
+            return;
+        }
         let mut e = stamp(c.api, c.op, Platform::LevelZero);
         e.device = c.device;
         e.bytes = c.bytes;
