@@ -33,6 +33,8 @@ pub enum ZeOff {
     Preloaded(PathBuf),
     /// The job turns the loader's tracing layer on.
     TracingLayer(String),
+    /// The tracer's path holds a space or colon, which `LD_PRELOAD` reads as a separator.
+    UnpreloadablePath(PathBuf),
 }
 
 impl std::fmt::Display for ZeOff {
@@ -41,6 +43,7 @@ impl std::fmt::Display for ZeOff {
             ZeOff::NoLoader => write!(f, "no Level Zero loader ({LOADER}) on this machine"),
             ZeOff::Preloaded(p) => write!(f, "the job preloads {}, which names the Level Zero memory calls; another tool traces it", p.display()),
             ZeOff::TracingLayer(v) => write!(f, "the job sets {TRACING_LAYER_ENV}={v}; another tool traces its Level Zero calls"),
+            ZeOff::UnpreloadablePath(p) => write!(f, "the tracer's path {} holds a space or colon, which {PRELOAD_ENV} cannot carry (move it, or name another path in GPULEDGER_TRACER)", p.display()),
         }
     }
 }
@@ -60,6 +63,9 @@ pub struct ZeInputs<'a> {
 /// `Ok(())` when the interposer goes in; why not otherwise. `tracer` is gpuledger's own
 /// library (a preload of it is no other tool).
 pub fn level_zero(tracer: &Path, i: &ZeInputs) -> Result<(), ZeOff> {
+    if tracer.to_string_lossy().contains([':', ' ']) {
+        return Err(ZeOff::UnpreloadablePath(tracer.to_path_buf()));
+    }
     if let Some(v) = (i.var)(TRACING_LAYER_ENV).filter(|v| matches!(v.as_str(), "1" | "true")) {
         return Err(ZeOff::TracingLayer(v));
     }

@@ -95,3 +95,21 @@ fn only_another_tool_is_worth_saying_in_show() {
     assert_eq!(off_worth_saying(&format!("off: {}", ZeOff::NoLoader)), None);
     assert_eq!(off_worth_saying("on"), None);
 }
+
+#[test]
+fn a_tracer_path_ld_preload_would_split_is_refused() {
+    let var = |_: &str| None;
+    let read = |_: &Path| None;
+    let is_file = |_: &Path| true;
+    let i = ZeInputs {
+        var: &var,
+        ldconfig: Some(CACHE),
+        read: &read,
+        is_file: &is_file,
+    };
+    let odd = Path::new("/home/a b/libgpuledger_tracer.so");
+    assert_eq!(
+        level_zero(odd, &i),
+        Err(ZeOff::UnpreloadablePath(odd.into()))
+    );
+}
