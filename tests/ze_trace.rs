@@ -4,7 +4,8 @@
 //! makes its device allocation resident on its peer), all from `tests/ze/`. Under
 //! `gpuledger record` the peer residency calls appear by call with their devices and bytes; with
 //! `GPULEDGER_ZE_SKIP_PEER_RESIDENCY=1` they are answered without reaching the driver (the driver
-//! counts what reaches it); a job preloading its own Level Zero shim is not traced twice.
+//! counts what reaches it), also as `experiment --controls skip-peer-residency`; a job preloading
+//! its own Level Zero shim is not traced twice.
 //! Skips, saying so, where the loader or its headers are not installed.
 
 mod common;
@@ -192,4 +193,23 @@ fn peer_residency_is_traced_through_the_real_loader_and_can_be_skipped() {
     );
     assert_eq!(counts.2, 0, "the user's shim answers residency itself");
     assert!(rows(&calls, "peer_residency").is_empty(), "{text}");
+
+    // The control through `experiment`: the run as given reaches the driver with both peer
+    // calls, the skip-peer-residency run with none (the driver's counts add up over both).
+    let log = tmp.path().join("experiment.log");
+    let out = bin()
+        .args(["experiment", "--controls", "skip-peer-residency", "-o"])
+        .arg(tmp.path().join("experiment"))
+        .arg("--")
+        .arg(&b.ranks)
+        .env("GPULEDGER_TRACER", &b.tracer)
+        .env("ZE_ENABLE_ALT_DRIVERS", &b.driver)
+        .env("GPULEDGER_TEST_ZE_LOG", &log)
+        .env_remove("LD_PRELOAD")
+        .env_remove("GPULEDGER_ZE_SKIP_PEER_RESIDENCY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(driver_counts(&log), (4, 4, 2), "{stderr}");
 }
