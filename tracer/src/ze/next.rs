@@ -139,7 +139,8 @@ pub fn ordinal(dev: Handle) -> Option<u32> {
     if dev.is_null() {
         return None;
     }
-    let all = DEVICES.get_or_init(|| devices(next()));
+    // The first call allocates the list; a panic there (out of memory) must not cross into C.
+    let all = std::panic::catch_unwind(|| DEVICES.get_or_init(|| devices(next()))).ok()?;
     all.iter()
         .position(|d| *d == dev as usize)
         .map(|i| i as u32)
