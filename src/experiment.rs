@@ -70,22 +70,72 @@ pub fn builtin() -> Vec<Control> {
     ]
 }
 
-/// A control that could not be understood.
-#[derive(Debug, Error, PartialEq)]
-#[error("unknown control {0:?}: use a built-in name (--list-controls) or NAME:VAR=VAL,VAR=VAL")]
-pub struct ControlError(pub String);
+pub use gpuledger_trace_wire::SKIP_PEER_RESIDENCY_ENV;
 
-/// Parses `--controls`: built-in names or `NAME:VAR=VAL,…`.
+/// The opt-in control that answers peer residency calls without the driver.
+const SKIP_PEER_RESIDENCY: &str = "skip-peer-residency";
+
+/// gpuledger's tracer library, as `record` finds it.
+fn tracer_library() -> std::path::PathBuf {
+    let exe = std::env::current_exe().ok();
+    crate::recording::trace::library(
+        |k| std::env::var(k).ok(),
+        exe.as_deref().and_then(std::path::Path::parent),
+    )
+}
+
+/// Controls run only when named, never by default: diagnostics that may slow or break the job.
+/// `skip-peer-residency` preloads gpuledger's Level Zero interposer (`tracer`), which answers
+/// `zeContextMakeMemoryResident` on a device other than the allocation's own with success,
+/// without making the memory resident there (what the compute-runtime#968 reporter's shim did):
+/// kernels that then touch that memory from the peer may fault or slow down.
+pub fn opt_in() -> Vec<Control> {
+    let lib = tracer_library();
+    let preload = crate::recording::trace_ze::preload_value(
+        &lib,
+        std::env::var(crate::recording::trace_ze::PRELOAD_ENV)
+            .ok()
+            .as_deref(),
+    );
+    vec![c(
+        SKIP_PEER_RESIDENCY,
+        "peer zeContextMakeMemoryResident answered without reaching the driver (diagnostic: may slow or break the job)",
+        &[
+            (SKIP_PEER_RESIDENCY_ENV, "1"),
+            (crate::recording::trace_ze::PRELOAD_ENV, &preload),
+        ],
+    )]
+}
+
+/// A control that could not be understood or cannot run.
+#[derive(Debug, Error, PartialEq)]
+pub enum ControlError {
+    /// Neither a built-in or opt-in name nor `NAME:VAR=VAL,…`.
+    #[error(
+        "unknown control {0:?}: use a built-in name (--list-controls) or NAME:VAR=VAL,VAR=VAL"
+    )]
+    Unknown(String),
+    /// `skip-peer-residency` without the tracer library to preload.
+    #[error("control skip-peer-residency preloads gpuledger's tracer library, not found at {}: build it with `cargo build --release -p gpuledger-tracer` and put it beside gpuledger, or set GPULEDGER_TRACER", .0.display())]
+    NoTracer(std::path::PathBuf),
+}
+
+/// Parses `--controls`: built-in or opt-in names, or `NAME:VAR=VAL,…`.
 pub fn parse_controls(list: &[String]) -> Result<Vec<Control>, ControlError> {
-    let known = builtin();
+    let mut known = builtin();
+    known.extend(opt_in());
     list.iter()
         .map(|item| {
             if let Some(k) = known.iter().find(|k| k.name == *item) {
+                let lib = tracer_library();
+                if k.name == SKIP_PEER_RESIDENCY && !lib.is_file() {
+                    return Err(ControlError::NoTracer(lib));
+                }
                 return Ok(k.clone());
             }
             let (name, assigns) = item
                 .split_once(':')
-                .ok_or_else(|| ControlError(item.clone()))?;
+                .ok_or_else(|| ControlError::Unknown(item.clone()))?;
             let env = assigns
                 .split(',')
                 .map(|a| {
@@ -94,7 +144,7 @@ pub fn parse_controls(list: &[String]) -> Result<Vec<Control>, ControlError> {
                 })
                 .collect::<Option<Vec<_>>>()
                 .filter(|e| !e.is_empty() && !name.is_empty())
-                .ok_or_else(|| ControlError(item.clone()))?;
+                .ok_or_else(|| ControlError::Unknown(item.clone()))?;
             Ok(Control {
                 name: name.into(),
                 about: "user-defined".into(),
@@ -189,5 +239,26 @@ mod tests {
         );
         assert!(parse_controls(&["nope".into()]).is_err());
         assert!(parse_controls(&["x:".into()]).is_err());
+    }
+
+    #[test]
+    fn skip_peer_residency_runs_only_when_named_and_preloads_the_tracer() {
+        assert!(builtin().iter().all(|c| c.name != "skip-peer-residency"));
+        let c = &opt_in()[0];
+        assert_eq!(c.name, "skip-peer-residency");
+        assert_eq!(c.env[0], (SKIP_PEER_RESIDENCY_ENV.into(), "1".into()));
+        let (k, v) = &c.env[1];
+        assert_eq!(k, "LD_PRELOAD");
+        assert!(
+            v.starts_with(&tracer_library().display().to_string()),
+            "{v}"
+        );
+        // Without the library beside the test binary (nor in GPULEDGER_TRACER), naming it is
+        // an error that says how to build it; with one, it parses.
+        match parse_controls(&["skip-peer-residency".into()]) {
+            Err(ControlError::NoTracer(p)) => assert!(!p.is_file()),
+            Ok(c) => assert!(tracer_library().is_file() && c[0].env == opt_in()[0].env),
+            Err(e) => panic!("{e}"),
+        }
     }
 }

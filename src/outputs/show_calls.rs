@@ -11,8 +11,15 @@ pub fn render_calls(t: &CallTable) -> String {
     if let Some(why) = t.state.strip_prefix("off: ") {
         return format!("\nBy call: not traced ({why})\n");
     }
+    let ze_off = t
+        .level_zero
+        .as_deref()
+        .and_then(crate::recording::trace_ze::off_worth_saying);
     if t.started.is_empty() && t.off.is_empty() && t.rows.is_empty() {
-        return String::new();
+        return match ze_off {
+            Some(why) => format!("\nBy call: Level Zero not traced ({why})\n"),
+            None => String::new(),
+        };
     }
     let mut out = format!(
         "\nBy call (API-level trace; {} process{} traced",
@@ -26,6 +33,16 @@ pub fn render_calls(t: &CallTable) -> String {
         ));
     }
     out.push_str(")\n");
+    if let Some(why) = ze_off {
+        out.push_str(&format!("  Level Zero not traced: {why}\n"));
+    }
+    if t.skipped_peer_residency > 0 {
+        out.push_str(&format!(
+            "  {} peer residency call{} answered by gpuledger's interposer without reaching the driver (skip-peer-residency)\n",
+            t.skipped_peer_residency,
+            if t.skipped_peer_residency == 1 { "" } else { "s" }
+        ));
+    }
     for (pid, why) in &t.off {
         out.push_str(&format!("  pid {pid}: tracing off: {why}\n"));
     }
@@ -125,6 +142,14 @@ mod tests {
             ..Default::default()
         };
         assert!(render_calls(&dropped).contains("7 events dropped"));
+        let skipped = CallTable {
+            state: "on: lib".into(),
+            started: vec![1],
+            skipped_peer_residency: 2,
+            ..Default::default()
+        };
+        assert!(render_calls(&skipped)
+            .contains("2 peer residency calls answered by gpuledger's interposer"));
         let no_cuda = CallTable {
             state: "on: lib".into(),
             ..Default::default()

@@ -172,8 +172,8 @@ pub fn record(
     let (mut job, mut capture) = match target {
         Target::Command { argv, env } => {
             let mut env = env.clone();
-            if let Some((l, lib)) = &listener {
-                env.extend(l.env(lib));
+            if let Some((_, trace_env)) = &listener {
+                env.extend(trace_env.iter().cloned());
             }
             let (job, capture) = start_captured(argv, &env, opts, &mut recorder)?;
             (Some(job), Some(capture))
@@ -308,14 +308,37 @@ const OUTPUT_WAIT: Duration = Duration::from_secs(2);
 /// How long the recording waits for a finished job's last traced events.
 const TRACE_TAIL: Duration = Duration::from_millis(200);
 
-/// Notes the trace plan in `meta.trace` and, when tracing, binds the socket the job sends to.
+/// Variables added to a started job's environment.
+type JobEnv = Vec<(String, String)>;
+
+/// Notes the trace plan in `meta.trace` (and `meta.trace_level_zero`) and, when tracing, binds
+/// the socket the job sends to; the environment the traced job gets comes with it. Level Zero
+/// tracing kept out because another tool watches the job is said once on stderr.
 fn start_trace(
     plan: &TracePlan,
     recorder: &mut Recorder,
-) -> Result<Option<(Listener, std::path::PathBuf)>, RecordingError> {
+) -> Result<Option<(Listener, JobEnv)>, RecordingError> {
     let (state, listener) = match plan {
         TracePlan::On(lib) => match Listener::bind() {
-            Ok(l) => (format!("on: {}", lib.display()), Some((l, lib.clone()))),
+            Ok(l) => {
+                let mut env = l.env(lib);
+                let ze = match super::trace_ze::level_zero_live(lib) {
+                    Ok(()) => {
+                        let existing = std::env::var(super::trace_ze::PRELOAD_ENV).ok();
+                        let value = super::trace_ze::preload_value(lib, existing.as_deref());
+                        env.push((super::trace_ze::PRELOAD_ENV.to_string(), value));
+                        "on".to_string()
+                    }
+                    Err(why) => {
+                        if why != super::trace_ze::ZeOff::NoLoader {
+                            eprintln!("gpuledger: Level Zero tracing off: {why}");
+                        }
+                        format!("off: {why}")
+                    }
+                };
+                recorder.set_meta("trace_level_zero", &ze)?;
+                (format!("on: {}", lib.display()), Some((l, env)))
+            }
             Err(e) => (format!("off: {}", TraceOff::Socket(e.to_string())), None),
         },
         TracePlan::Off(why) => (format!("off: {why}"), None),

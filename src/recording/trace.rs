@@ -4,7 +4,8 @@
 //! The tracer (`tracer/`, `libgpuledger_tracer.so`) is taken from `GPULEDGER_TRACER` or from
 //! beside the gpuledger binary. Tracing is never stacked on another tool: when the job's
 //! environment already sets `CUDA_INJECTION64_PATH`, or the command is a profiler that injects
-//! its own (nsys, ncu, unitrace), it stays off and says why.
+//! its own (nsys, ncu, unitrace), it stays off and says why. Whether the same library also goes
+//! into the job's `LD_PRELOAD` as the Level Zero interposer is decided in `trace_ze`.
 
 use gpuledger_trace_wire::{Event, EVENTS_PER_DATAGRAM, EVENT_BYTES, SOCKET_ENV};
 use std::os::unix::net::UnixDatagram;
@@ -101,14 +102,19 @@ pub fn plan(
     if PROFILERS.contains(&name.as_str()) {
         return TracePlan::Off(TraceOff::UnderProfiler(name));
     }
-    let lib = match var(TRACER_ENV).filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => exe_dir.unwrap_or(Path::new(".")).join(TRACER_FILE),
-    };
+    let lib = library(var, exe_dir);
     if lib.is_file() {
         TracePlan::On(lib)
     } else {
         TracePlan::Off(TraceOff::NoTracer(lib))
+    }
+}
+
+/// The tracer library: `GPULEDGER_TRACER`, else beside the gpuledger binary (`exe_dir`).
+pub fn library(var: impl Fn(&str) -> Option<String>, exe_dir: Option<&Path>) -> PathBuf {
+    match var(TRACER_ENV).filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => exe_dir.unwrap_or(Path::new(".")).join(TRACER_FILE),
     }
 }
 

@@ -1,12 +1,14 @@
 //! Reading traced calls back, folded per process × API kind × device in one pass: calls, bytes
 //! live at the peak, the largest single call, failed calls by error code, and live bytes over
-//! time at each change (bounded to [`LIVE_POINTS`] per row, keeping the peak).
+//! time at each change (bounded to [`LIVE_POINTS`] per row, keeping the peak). Residency (made
+//! resident, evicted) and opened IPC ranges count as live bytes of their kind on the target
+//! device, like allocations.
 
 use super::names::UnknownValue;
 use super::RecordingError;
-use gpuledger_trace_wire::{Api, OffReason, Op, Platform};
+use gpuledger_trace_wire::{Api, OffReason, Op, Platform, SKIPPED};
 use rusqlite::OptionalExtension;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// Live-bytes points kept per row.
@@ -52,6 +54,12 @@ pub struct CallTable {
     pub dropped: u64,
     /// Events received but not stored (the recording's row limit).
     pub not_stored: u64,
+    /// `meta.trace_level_zero`: whether the Level Zero interposer went in ("on" or "off: why");
+    /// `None` in recordings made before it existed.
+    pub level_zero: Option<String>,
+    /// Peer residency calls the interposer answered without reaching the driver
+    /// (`experiment --control skip-peer-residency`).
+    pub skipped_peer_residency: u64,
 }
 
 type Key = (u32, Platform, Api, Option<u32>);
@@ -73,12 +81,19 @@ fn fold(row: &mut CallRow, platform: Platform, op: Op, bytes: u64, result: i32, 
         }
         return;
     }
+    apply(row, op, bytes, t_ms);
+}
+
+/// Adds (allocation, residency, opened range) or takes away (free, eviction, close) live bytes.
+fn apply(row: &mut CallRow, op: Op, bytes: u64, t_ms: u64) {
     match op {
-        Op::Alloc => {
+        Op::Alloc | Op::MakeResident | Op::OpenIpc => {
             row.live_at_end = row.live_at_end.saturating_add(bytes);
             row.largest = row.largest.max(bytes);
         }
-        Op::Free => row.live_at_end = row.live_at_end.saturating_sub(bytes),
+        Op::Free | Op::Evict | Op::CloseIpc => {
+            row.live_at_end = row.live_at_end.saturating_sub(bytes)
+        }
         _ => return,
     }
     row.peak_live = row.peak_live.max(row.live_at_end);
@@ -87,6 +102,109 @@ fn fold(row: &mut CallRow, platform: Platform, op: Op, bytes: u64, result: i32, 
             row.live.pop();
         }
         row.live.push((t_ms, row.live_at_end));
+    }
+}
+
+/// One stored call.
+struct Stored {
+    t_ms: u64,
+    pid: u32,
+    platform: Platform,
+    api: Api,
+    op: Op,
+    device: Option<u32>,
+    bytes: u64,
+    address: u64,
+    result: i32,
+    flags: u32,
+}
+
+/// A range made resident on a device, and the row it counts in.
+struct Resident {
+    device: Option<u32>,
+    row: Key,
+    bytes: u64,
+}
+
+/// The rows being folded, and the ranges made resident: a range made resident again on the same
+/// device adds nothing, an eviction takes away what was made resident, and freeing a range ends
+/// its residency everywhere.
+#[derive(Default)]
+struct Folder {
+    rows: BTreeMap<Key, CallRow>,
+    /// (pid, address) → where that range is resident.
+    resident: HashMap<(u32, u64), Vec<Resident>>,
+    skipped: u64,
+}
+
+impl Folder {
+    fn row(&mut self, (pid, platform, api, device): Key) -> &mut CallRow {
+        self.rows
+            .entry((pid, platform, api, device))
+            .or_insert_with(|| CallRow {
+                pid,
+                platform: platform.name(),
+                api: api.name(),
+                device,
+                calls: 0,
+                peak_live: 0,
+                live_at_end: 0,
+                largest: 0,
+                failed: Vec::new(),
+                live: Vec::new(),
+            })
+    }
+
+    /// The bytes a successful residency call adds or takes away; `None` when it changes nothing
+    /// (made resident again, or evicted where it was not resident).
+    fn residency(&mut self, s: &Stored, key: Key) -> Option<u64> {
+        let at = (s.pid, s.address);
+        let here = self.resident.entry(at).or_default();
+        let i = here.iter().position(|r| r.device == s.device);
+        let bytes = match (s.op, i) {
+            (Op::MakeResident, None) => {
+                here.push(Resident {
+                    device: s.device,
+                    row: key,
+                    bytes: s.bytes,
+                });
+                Some(s.bytes)
+            }
+            (Op::Evict, Some(i)) => Some(here.swap_remove(i).bytes),
+            _ => None,
+        };
+        if here.is_empty() {
+            self.resident.remove(&at);
+        }
+        bytes
+    }
+
+    fn add(&mut self, s: &Stored) {
+        let key = (s.pid, s.platform, s.api, s.device);
+        if s.api == Api::PeerResidency && s.flags & SKIPPED != 0 {
+            // Answered by the interposer: a call, but nothing made resident.
+            self.skipped += 1;
+            self.row(key).calls += 1;
+            return;
+        }
+        let mut bytes = s.bytes;
+        match s.op {
+            Op::MakeResident | Op::Evict if s.result == 0 => match self.residency(s, key) {
+                Some(b) => bytes = b,
+                None => {
+                    self.row(key).calls += 1;
+                    return;
+                }
+            },
+            Op::Free if s.result == 0 => {
+                let gone = self.resident.remove(&(s.pid, s.address));
+                for r in gone.unwrap_or_default() {
+                    apply(self.row(r.row), Op::Evict, r.bytes, s.t_ms);
+                }
+            }
+            _ => {}
+        }
+        fold(self.row(key), s.platform, s.op, bytes, s.result, s.t_ms);
     }
 }
 
@@ -128,11 +246,12 @@ pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
         state,
         dropped: num("trace_dropped").map_err(sql)?,
         not_stored: num("trace_not_stored").map_err(sql)?,
+        level_zero: meta("trace_level_zero").map_err(sql)?,
         ..Default::default()
     };
-    let mut rows: BTreeMap<Key, CallRow> = BTreeMap::new();
+    let mut folder = Folder::default();
     let mut st = conn
-        .prepare("SELECT t_ms, pid, platform, api, op, device, bytes, result FROM api_calls ORDER BY rowid")
+        .prepare("SELECT t_ms, pid, platform, api, op, device, bytes, result, flags, address FROM api_calls ORDER BY rowid")
         .map_err(sql)?;
     let mut q = st.query([]).map_err(sql)?;
     while let Some(r) = q.next().map_err(sql)? {
@@ -155,28 +274,21 @@ pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
                 table.off.push((pid, why.to_string()));
             }
             Op::Dropped => {}
-            _ => {
-                let device: Option<u32> = r.get(5).map_err(sql)?;
-                let bytes = r.get::<_, i64>(6).map_err(sql)?.max(0) as u64;
-                let t_ms = r.get::<_, i64>(0).map_err(sql)?.max(0) as u64;
-                let row = rows
-                    .entry((pid, platform, api, device))
-                    .or_insert_with(|| CallRow {
-                        pid,
-                        platform: platform.name(),
-                        api: api.name(),
-                        device,
-                        calls: 0,
-                        peak_live: 0,
-                        live_at_end: 0,
-                        largest: 0,
-                        failed: Vec::new(),
-                        live: Vec::new(),
-                    });
-                fold(row, platform, op, bytes, result, t_ms);
-            }
+            _ => folder.add(&Stored {
+                t_ms: r.get::<_, i64>(0).map_err(sql)?.max(0) as u64,
+                pid,
+                platform,
+                api,
+                op,
+                device: r.get(5).map_err(sql)?,
+                bytes: r.get::<_, i64>(6).map_err(sql)?.max(0) as u64,
+                address: r.get::<_, i64>(9).map_err(sql)? as u64,
+                result,
+                flags: r.get(8).map_err(sql)?,
+            }),
         }
     }
-    table.rows = rows.into_values().collect();
+    table.skipped_peer_residency = folder.skipped;
+    table.rows = folder.rows.into_values().collect();
     Ok(Some(table))
 }

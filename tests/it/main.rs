@@ -42,3 +42,4 @@ mod top_tmux;
 mod trace_record;
 mod trace_views;
 mod views;
+mod ze_trace;

@@ -5,6 +5,9 @@
 //! NVIDIA: the CUDA driver loads it through `CUDA_INJECTION64_PATH` and calls
 //! [`InitializeInjection`]; it subscribes to CUPTI's callbacks for the memory calls only.
 //!
+//! Intel Level Zero: preloaded (`LD_PRELOAD`), it interposes the loader's memory entry points
+//! (`ze` module) and forwards each call to the loader.
+//!
 //! It must never harm the job: every exported function catches panics; the callback neither
 //! blocks nor allocates (a static bounded ring, events dropped and counted when it is full or the
 //! reader is slow or gone); when CUPTI or the driver version is missing, tracing is off and the
@@ -15,6 +18,7 @@ mod decode;
 mod find;
 mod ring;
 mod writer;
+mod ze;
 
 use gpuledger_trace_wire::{Api, Op, Platform, SOCKET_ENV};
 use std::ffi::c_int;

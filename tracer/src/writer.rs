@@ -67,6 +67,16 @@ fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// Whether events have somewhere to go (the socket was named at initialisation).
+pub fn enabled() -> bool {
+    SOCKET.get().is_some()
+}
+
+/// This process's id as the tracer knows it (re-read in a forked child).
+pub fn pid() -> u32 {
+    PID.load(Ordering::Relaxed)
+}
+
 /// A blank event of this process and thread, now.
 pub fn stamp(api: Api, op: Op, platform: Platform) -> Event {
     Event {

@@ -168,3 +168,41 @@ fn a_recording_without_trace_has_no_calls() {
     drop(Recorder::create(&path, &RecordingMeta::default()).unwrap());
     assert_eq!(calls(&path).unwrap(), None);
 }
+
+/// compute-runtime#953's calls read back: a range made resident on the peer twice counts once,
+/// an eviction takes it away, freeing the allocation ends a residency left in place, and a call
+/// the interposer answered itself counts as a call but makes nothing resident.
+#[test]
+fn residency_counts_each_range_once_per_device_until_evicted_or_freed() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("r.ledger");
+    let mut rec = Recorder::create(&path, &RecordingMeta::default()).unwrap();
+    rec.set_meta("trace", "on: /x/lib.so").unwrap();
+    let gib = 1u64 << 30;
+    let ze = |api, op, device, addr, flags| Event {
+        platform: Platform::LevelZero,
+        device: Some(device),
+        flags,
+        ..event(9, api, op, gib, addr, 0)
+    };
+    let own = gpuledger_trace_wire::residency_flags(Some(0), false);
+    let skipped = gpuledger_trace_wire::residency_flags(Some(0), true);
+    let mut events = vec![
+        ze(Api::Device, Op::Alloc, 0, 0x100, 0),
+        ze(Api::PeerResidency, Op::MakeResident, 1, 0x100, own),
+        ze(Api::PeerResidency, Op::MakeResident, 1, 0x100, own),
+        ze(Api::PeerResidency, Op::Evict, 1, 0x100, own),
+        ze(Api::PeerResidency, Op::Evict, 1, 0x100, own),
+        ze(Api::PeerResidency, Op::MakeResident, 1, 0x100, own),
+        ze(Api::Device, Op::Free, 0, 0x100, 0),
+        ze(Api::PeerResidency, Op::MakeResident, 1, 0x200, skipped),
+    ];
+    rec.add_calls(&mut events, 0, &mut Resolver::default())
+        .unwrap();
+    drop(rec);
+    let c = calls(&path).unwrap().unwrap();
+    let peer = c.rows.iter().find(|r| r.api == "peer_residency").unwrap();
+    assert_eq!(peer.device, Some(1));
+    assert_eq!((peer.calls, peer.peak_live, peer.live_at_end), (6, gib, 0));
+    assert_eq!(c.skipped_peer_residency, 1);
+}

@@ -6,6 +6,11 @@
 //! `17` u8 [`Op`], `18` u8 [`Platform`], `19` u8 reserved (0), `20` i32 device ordinal (-1: host
 //! or unknown), `24` u64 bytes, `32` u64 address (or handle), `40` u32 flags, `44` i32 result
 //! code of the call (0: success; for [`Op::Off`], the [`OffReason`]).
+//!
+//! Level Zero residency events ([`Api::Residency`], [`Api::PeerResidency`]) carry the device the
+//! memory is made resident on in `device`, and in `flags` the allocation's own device
+//! ([`residency_flags`], [`owner_device`]) and whether the interposer answered the call itself
+//! ([`SKIPPED`]).
 
 /// Size of one encoded event.
 pub const EVENT_BYTES: usize = 48;
@@ -13,6 +18,10 @@ pub const EVENT_BYTES: usize = 48;
 pub const EVENTS_PER_DATAGRAM: usize = 64;
 /// The environment variable naming the Unix datagram socket the tracer sends to.
 pub const SOCKET_ENV: &str = "GPULEDGER_TRACE_SOCKET";
+
+/// The environment variable that makes the Level Zero interposer answer peer residency calls
+/// itself (`experiment --control skip-peer-residency`).
+pub const SKIP_PEER_RESIDENCY_ENV: &str = "GPULEDGER_ZE_SKIP_PEER_RESIDENCY";
 
 /// Which memory a call is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -37,10 +46,13 @@ pub enum Api {
     Ipc,
     /// Contexts (`zeContextCreate`).
     Context,
+    /// Residency of memory on a device other than the one it was allocated on
+    /// (`zeContextMakeMemoryResident` of a peer's memory, compute-runtime#953).
+    PeerResidency,
 }
 
 impl Api {
-    const ALL: [Api; 10] = [
+    const ALL: [Api; 11] = [
         Api::Tracer,
         Api::Device,
         Api::HostPinned,
@@ -51,6 +63,7 @@ impl Api {
         Api::Residency,
         Api::Ipc,
         Api::Context,
+        Api::PeerResidency,
     ];
 
     /// The name used in recordings and tables.
@@ -66,6 +79,7 @@ impl Api {
             Api::Residency => "residency",
             Api::Ipc => "ipc",
             Api::Context => "context",
+            Api::PeerResidency => "peer_residency",
         }
     }
 
@@ -168,29 +182,12 @@ impl Platform {
     }
 
     /// The name of a call's result code, where known (ref: CUDA 13.0 `include/cuda.h`,
-    /// `cudaError_enum`).
+    /// `cudaError_enum`; Level Zero 1.8 `include/ze_api.h`, `ze_result_t`).
     pub fn result_name(self, code: i32) -> Option<&'static str> {
-        if self != Platform::Cuda {
-            return None;
+        match self {
+            Platform::Cuda => cuda_result_name(code),
+            Platform::LevelZero => ze_result_name(code as u32),
         }
-        Some(match code {
-            0 => "CUDA_SUCCESS",
-            1 => "CUDA_ERROR_INVALID_VALUE",
-            2 => "CUDA_ERROR_OUT_OF_MEMORY",
-            3 => "CUDA_ERROR_NOT_INITIALIZED",
-            4 => "CUDA_ERROR_DEINITIALIZED",
-            100 => "CUDA_ERROR_NO_DEVICE",
-            101 => "CUDA_ERROR_INVALID_DEVICE",
-            201 => "CUDA_ERROR_INVALID_CONTEXT",
-            400 => "CUDA_ERROR_INVALID_HANDLE",
-            700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
-            712 => "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
-            713 => "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
-            800 => "CUDA_ERROR_NOT_PERMITTED",
-            801 => "CUDA_ERROR_NOT_SUPPORTED",
-            999 => "CUDA_ERROR_UNKNOWN",
-            _ => return None,
-        })
     }
 
     /// The platform a name stands for.
@@ -199,6 +196,62 @@ impl Platform {
             .into_iter()
             .find(|p| p.name() == s)
     }
+}
+
+/// Residency `flags` bit: the interposer answered the call itself, without forwarding it to the
+/// driver (`experiment --control skip-peer-residency`).
+pub const SKIPPED: u32 = 1 << 31;
+
+/// The `flags` of a residency event: the allocation's own device (`None`: unknown) and whether
+/// the call was answered without reaching the driver.
+pub fn residency_flags(owner: Option<u32>, skipped: bool) -> u32 {
+    let owner = owner.map_or(0, |d| d.min(0xfffe) + 1);
+    owner | if skipped { SKIPPED } else { 0 }
+}
+
+/// The allocation's own device in a residency event's `flags`.
+pub fn owner_device(flags: u32) -> Option<u32> {
+    (flags & 0xffff).checked_sub(1)
+}
+
+fn cuda_result_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        0 => "CUDA_SUCCESS",
+        1 => "CUDA_ERROR_INVALID_VALUE",
+        2 => "CUDA_ERROR_OUT_OF_MEMORY",
+        3 => "CUDA_ERROR_NOT_INITIALIZED",
+        4 => "CUDA_ERROR_DEINITIALIZED",
+        100 => "CUDA_ERROR_NO_DEVICE",
+        101 => "CUDA_ERROR_INVALID_DEVICE",
+        201 => "CUDA_ERROR_INVALID_CONTEXT",
+        400 => "CUDA_ERROR_INVALID_HANDLE",
+        700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+        712 => "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+        713 => "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+        800 => "CUDA_ERROR_NOT_PERMITTED",
+        801 => "CUDA_ERROR_NOT_SUPPORTED",
+        999 => "CUDA_ERROR_UNKNOWN",
+        _ => return None,
+    })
+}
+
+fn ze_result_name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0 => "ZE_RESULT_SUCCESS",
+        0x7000_0001 => "ZE_RESULT_ERROR_DEVICE_LOST",
+        0x7000_0002 => "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY",
+        0x7000_0003 => "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+        0x7001_0001 => "ZE_RESULT_ERROR_NOT_AVAILABLE",
+        0x7800_0001 => "ZE_RESULT_ERROR_UNINITIALIZED",
+        0x7800_0003 => "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE",
+        0x7800_0004 => "ZE_RESULT_ERROR_INVALID_ARGUMENT",
+        0x7800_0005 => "ZE_RESULT_ERROR_INVALID_NULL_HANDLE",
+        0x7800_0007 => "ZE_RESULT_ERROR_INVALID_NULL_POINTER",
+        0x7800_0008 => "ZE_RESULT_ERROR_INVALID_SIZE",
+        0x7800_0009 => "ZE_RESULT_ERROR_UNSUPPORTED_SIZE",
+        0x7fff_fffe => "ZE_RESULT_ERROR_UNKNOWN",
+        _ => return None,
+    })
 }
 
 /// Why tracing is off in a process (the `result` of an [`Op::Off`] event).

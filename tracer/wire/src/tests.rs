@@ -80,3 +80,16 @@ fn names_read_back() {
         Some(OffReason::NoCupti)
     );
 }
+
+#[test]
+fn residency_flags_carry_the_owner_and_the_skip() {
+    let f = residency_flags(Some(1), true);
+    assert_eq!((owner_device(f), f & SKIPPED != 0), (Some(1), true));
+    let f = residency_flags(None, false);
+    assert_eq!((owner_device(f), f & SKIPPED), (None, 0));
+    assert_eq!(Api::from_name("peer_residency"), Some(Api::PeerResidency));
+    assert_eq!(
+        Platform::LevelZero.result_name(0x7000_0003_u32 as i32),
+        Some("ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY")
+    );
+}
