@@ -54,6 +54,7 @@ impl Ctx {
             thresholds,
             paint: Paint {
                 color: wants_color(cli.color),
+                width: text_width(),
             },
         })
     }
@@ -99,6 +100,21 @@ fn wants_color(arg: ColorArg) -> bool {
             }
         }
     }
+}
+
+/// Columns of text output: on a terminal `COLUMNS`, else the terminal's size; 80 when stdout is
+/// not a terminal (a file, a pipe), so saved output is the same wherever it was made.
+fn text_width() -> usize {
+    let out = std::io::stdout();
+    if !out.is_terminal() {
+        return gpuledger::outputs::wrap::DEFAULT_WIDTH;
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+        .or_else(|| terminal_size::terminal_size_of(&out).map(|(w, _)| usize::from(w.0)))
+        .unwrap_or(gpuledger::outputs::wrap::DEFAULT_WIDTH)
 }
 
 /// A value that parsed but cannot be used (conflicts with the machine or other options). `main`

@@ -44,8 +44,12 @@ impl TimelineKind {
 pub struct TimelineFinding {
     /// Kind.
     pub kind: TimelineKind,
-    /// Severity.
+    /// Severity: at the finding's peak, what a snapshot of that moment says.
     pub severity: Severity,
+    /// A worse severity the finding had at another moment of its span; text views show this one
+    /// as the row's severity and say the peak's in the sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_severity: Option<Severity>,
     /// One sentence.
     pub message: String,
     /// Pid.
@@ -99,6 +103,7 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
 fn known_issue(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
     TimelineFinding {
         kind: TimelineKind::KnownIssue,
+        worst_severity: None,
         severity: f.worst_severity,
         message: format!(
             "from {:.1} s to {:.1} s: {}",
@@ -122,15 +127,20 @@ fn peer_mirror(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
         None => "backing not known".to_string(),
     };
     let worst = if f.worst_severity > f.severity {
-        format!(" (worst over time: {})", f.worst_severity.as_str())
+        format!(
+            "; {} at another moment of that span, {} at the peak",
+            f.worst_severity.as_str(),
+            f.severity.as_str()
+        )
     } else {
         String::new()
     };
     TimelineFinding {
         kind: TimelineKind::PeerMirror,
+        worst_severity: (f.worst_severity > f.severity).then_some(f.worst_severity),
         severity: f.severity,
         message: format!(
-            "from {:.1} s to {:.1} s, peak {} ({backing}){worst}: {}",
+            "from {:.1} s to {:.1} s, peak {} ({backing}{worst}): {}",
             rec.t_s(f.first),
             rec.t_s(f.last),
             human_bytes(f.bytes_peak),
@@ -189,6 +199,7 @@ fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
             };
             out.push(TimelineFinding {
                 kind: TimelineKind::StepwiseGrowth,
+                worst_severity: None,
                 severity: Severity::Info,
                 message: format!(
                     "{label}'s {what} memory on {device} grew {n} times by exactly {} KiB ({step} bytes, {}){shape}: each step is one allocator segment",
@@ -213,6 +224,7 @@ fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
         if flat_share >= 0.25 {
             out.push(TimelineFinding {
                 kind: TimelineKind::Plateau,
+                worst_severity: None,
                 severity: Severity::Info,
                 message: format!(
                     "{label}'s {what} memory on {device} plateaued at {} from {:.1} s (after growing {})",
@@ -229,6 +241,7 @@ fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
         } else if still_running && flat_share <= 0.1 && s.monotone {
             out.push(TimelineFinding {
                 kind: TimelineKind::Leak,
+                worst_severity: None,
                 severity: if class == MemClass::Host { Severity::Warning } else { Severity::Info },
                 message: format!(
                     "{label}'s {what} memory on {device} grew monotonically by {} to {} and was still growing when the recording ended: a leak, or a working set that never settles",
@@ -252,6 +265,7 @@ fn released_on_exit(rec: &Recording) -> Option<TimelineFinding> {
     let released = during.saturating_sub(after);
     (released >= 256 << 20).then(|| TimelineFinding {
         kind: TimelineKind::ReleasedOnExit,
+        worst_severity: None,
         severity: Severity::Info,
         message: format!(
             "{} of driver-held host memory came back when the job ended (peak {} during the job, {} after): the job's GPU clients held it",
