@@ -281,6 +281,9 @@ pub enum Command {
         /// Hide the hostname and user names.
         #[arg(long)]
         redact: bool,
+        /// List every finding; by default more than four of one kind and severity are one line.
+        #[arg(short = 'v', long)]
+        verbose: bool,
     },
     /// Draw one or two recordings as a self-contained HTML page (inline SVG, no scripts):
     /// timelines per rank and device, host counters, allocator steps, findings, and the diff.
@@ -379,6 +382,10 @@ pub enum Command {
         /// Print JSON (gpuledger.show/1).
         #[arg(long)]
         json: bool,
+        /// List every finding; by default more than four of one kind and severity are one line.
+        /// JSON always lists each.
+        #[arg(short = 'v', long)]
+        verbose: bool,
         #[command(flatten)]
         filter: FilterArgs,
     },

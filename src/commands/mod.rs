@@ -169,7 +169,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             output,
             template,
             redact,
-        }) => report::run(&ctx, &recordings, output.as_deref(), template, redact, t),
+            verbose,
+        }) => report::run(
+            &ctx,
+            &recordings,
+            output.as_deref(),
+            template,
+            redact,
+            verbose,
+            t,
+        ),
         Some(Command::Plot { recordings, output }) => plot(&recordings, &output),
         Some(Command::Top {
             interval,
@@ -203,8 +212,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Show {
             files,
             json,
+            verbose,
             filter,
-        }) => show::run(&ctx, &files, json, &filter),
+        }) => show::run(&ctx, &files, json, verbose, &filter),
         Some(Command::Diff { a, b, json }) => diff::run(&a, &b, json),
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();

@@ -21,6 +21,7 @@ pub fn run(
     output: Option<&Path>,
     template: TemplateArg,
     redact: bool,
+    verbose: bool,
     t: &Thresholds,
 ) -> Result<ExitCode> {
     let runs = files
@@ -75,6 +76,7 @@ pub fn run(
             TemplateArg::Generic => Template::Generic,
         },
         redact,
+        each: verbose,
         ledger: &ledger,
         findings: &findings,
         system: &system,

@@ -11,7 +11,13 @@ use gpuledger::timeline::{JobSet, RunSummary};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Result<ExitCode> {
+pub fn run(
+    ctx: &Ctx,
+    files: &[PathBuf],
+    json: bool,
+    verbose: bool,
+    filter: &FilterArgs,
+) -> Result<ExitCode> {
     let filtered = !filter.pids.is_empty() || !filter.devices.is_empty();
     let runs = open_all(files, "show")?;
     let text = match runs.as_slice() {
@@ -21,7 +27,7 @@ pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Res
             if json {
                 with_calls_json(show::render_json(&summary), calls.as_ref())?
             } else {
-                let mut text = show::render_text_painted(name, &summary, ctx.paint);
+                let mut text = show::render_text_detail(name, &summary, ctx.paint, verbose);
                 if let Some(c) = &calls {
                     text.push_str(&show_calls::render_calls(c));
                 }
@@ -40,7 +46,7 @@ pub fn run(ctx: &Ctx, files: &[PathBuf], json: bool, filter: &FilterArgs) -> Res
             if json {
                 job_set::render_json(&set)
             } else {
-                job_set::render_text(&set)
+                job_set::render_text_detail(&set, ctx.paint, verbose)
             }
         }
     };

@@ -65,6 +65,26 @@ impl Member for TimelineFinding {
     }
 }
 
+impl Member for crate::timeline::NodeFinding {
+    type Kind = Kind;
+    fn kind(&self) -> Kind {
+        self.finding.kind
+    }
+    /// The worst severity over the node's recording, as `show` of that node says.
+    fn severity(&self) -> Severity {
+        self.finding.worst_severity.max(self.finding.severity)
+    }
+    fn pid(&self) -> Option<u32> {
+        self.finding.pid
+    }
+    fn peer(&self) -> Option<&str> {
+        self.finding.peer.as_deref()
+    }
+    fn bytes(&self) -> u64 {
+        self.finding.bytes_peak
+    }
+}
+
 /// Findings of one kind and severity.
 #[derive(Debug)]
 pub struct Group<'a, T: Member> {

@@ -2,14 +2,21 @@
 //! below it, then the warning or the verdict.
 
 use super::safe_text::{display_safe, safe};
-use super::text_table::{render, Align};
+use super::text_table::{render_fit, Align};
+use super::wrap;
 use crate::timeline::diff::{change, Diff, Value};
 
 /// Widest table cell, in characters.
 const MAX_CELL: usize = 48;
 
-/// The diff as text: the table, long cells in full below it, then the warning or verdict.
+/// The diff as text in 80 columns: the table, long cells in full below it, then the warning or
+/// verdict.
 pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
+    render_diff_fit(d, a_name, b_name, wrap::DEFAULT_WIDTH)
+}
+
+/// [`render_diff`] fitted to `width` columns: the row names and long cells wrap.
+pub fn render_diff_fit(d: &Diff, a_name: &str, b_name: &str, width: usize) -> String {
     // Long cells (a runtime error line) are cut in the table and written out in full below it.
     let mut full = String::new();
     let rows: Vec<Vec<String>> = d
@@ -21,7 +28,8 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
                 if text.chars().count() <= MAX_CELL {
                     return text;
                 }
-                full.push_str(&format!("{}, {run}: {text}\n", display_safe(&r.what)));
+                let line = format!("{}, {run}: {text}", display_safe(&r.what));
+                full.push_str(&wrap::paragraph("", &line, width));
                 let cut: String = text.chars().take(MAX_CELL - 1).collect();
                 format!("{cut}…")
             };
@@ -30,24 +38,23 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         })
         .collect();
     let headers = [
-        ("", Align::Left),
-        ("A", Align::Right),
-        ("B", Align::Right),
+        ("", Align::Wrap),
+        ("A", Align::Wrap),
+        ("B", Align::Wrap),
         ("B - A", Align::Right),
     ];
-    let mut out = format!(
-        "A = {}\nB = {}\n\n{}\n{full}",
-        display_safe(a_name),
-        display_safe(b_name),
-        render("  ", &headers, &rows)
-    );
+    let mut out = wrap::hanging("A = ", 4, 4, &display_safe(a_name), width);
+    out.push_str(&wrap::hanging("B = ", 4, 4, &display_safe(b_name), width));
+    out.push('\n');
+    out.push_str(&render_fit("  ", &headers, &rows, width));
+    out.push('\n');
+    out.push_str(&full);
     if !full.is_empty() {
         out.push('\n');
     }
     // The "different jobs" warning quotes both recorded commands: escaped like every cell.
     for line in d.warning.iter().chain(&d.verdict) {
-        out.push_str(&display_safe(line));
-        out.push('\n');
+        out.push_str(&wrap::paragraph("", &display_safe(line), width));
     }
     out
 }

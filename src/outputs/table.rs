@@ -155,7 +155,7 @@ fn device_section(l: &Ledger, width: usize) -> String {
         ("PCI ID", Align::Fold),
         ("NAME", Align::Wrap),
         ("VRAM USED / TOTAL", Align::Right),
-        ("POWER", Align::Wrap),
+        ("POWER", Align::Fold),
     ];
     format!("GPU devices\n{}", render_fit("  ", &headers, &rows, width))
 }
@@ -314,16 +314,13 @@ fn findings_section(findings: &[Finding], paint: Paint, each: bool) -> String {
     let mut s = String::from("Findings\n");
     for g in crate::findings::group::groups(findings) {
         if g.folded() && !each {
-            s.push_str(&finding_row(
-                paint,
-                g.severity,
-                g.kind.as_str(),
-                &group_text(&g, "peers"),
-            ));
+            let text = format!("{}: {}", g.kind.as_str(), group_text(&g, "peers"));
+            s.push_str(&finding_row(paint, g.severity, &text));
             continue;
         }
         for f in g.findings {
-            s.push_str(&finding_row(paint, f.severity, f.kind.as_str(), &f.message));
+            let text = format!("{}: {}", f.kind.as_str(), f.message);
+            s.push_str(&finding_row(paint, f.severity, &text));
         }
     }
     s
@@ -332,16 +329,21 @@ fn findings_section(findings: &[Finding], paint: Paint, each: bool) -> String {
 /// Columns before a finding's text: two spaces, the severity (8), two spaces.
 const FINDING_HANG: usize = 12;
 
-/// `  CRITICAL  kind: message`, the message wrapped under the kind.
-pub(crate) fn finding_row(paint: Paint, severity: Severity, kind: &str, message: &str) -> String {
+/// `  CRITICAL  kind: message`: `text` (the kind and its message) wrapped under the kind.
+pub(crate) fn finding_row(paint: Paint, severity: Severity, text: &str) -> String {
     let first = format!("  {}  ", severity_label(paint, severity));
-    let text = format!("{kind}: {}", display_safe(message));
-    wrap::hanging(&first, FINDING_HANG, FINDING_HANG, &text, paint.width)
+    wrap::hanging(
+        &first,
+        FINDING_HANG,
+        FINDING_HANG,
+        &display_safe(text),
+        paint.width,
+    )
 }
 
-/// A group's one line: "5 findings, 64 processes × 63 peers, 18.2 GiB each (median), 72 TiB in
+/// A group's one line (the table, `show`, `report`): "5 findings, 64 processes × 63 peers, 18.2 GiB each (median), 72 TiB in
 /// all; -v lists each"; `others` names what the second count counts.
-pub(crate) fn group_text<T: Member>(g: &Group<T>, others: &str) -> String {
+pub fn group_text<T: Member>(g: &Group<T>, others: &str) -> String {
     let (pids, peers) = g.shape();
     let (median, total) = g.bytes();
     let shape = match (pids, peers) {

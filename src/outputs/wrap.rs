@@ -27,7 +27,10 @@ fn pieces(text: &str, longest: usize) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for w in text.split(' ') {
         match words.last_mut() {
-            Some(last) if UNITS.contains(&w) && !last.trim_end().is_empty() => {
+            Some(last)
+                if UNITS.contains(&w.trim_end_matches([',', ';', ':', ')', '.']))
+                    && !last.trim_end().is_empty() =>
+            {
                 last.push_str(w);
                 last.push(' ');
             }
