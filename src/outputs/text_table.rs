@@ -211,7 +211,8 @@ fn push_row(
     }
 }
 
-/// The folded columns of one row, under it: `HEADER value; HEADER value`, wrapped.
+/// The folded columns of one row, under it: `HEADER value; HEADER value` on one line where it
+/// fits, else one wrapped line each.
 fn push_folded(
     out: &mut String,
     indent: &str,
@@ -230,13 +231,16 @@ fn push_folded(
     }
     let first = format!("{indent}  ");
     let cols = first.chars().count();
-    out.push_str(&wrap::hanging(
-        &first,
-        cols,
-        cols + 2,
-        &parts.join("; "),
-        width,
-    ));
+    let joined = parts.join("; ");
+    if cols + joined.chars().count() <= width {
+        out.push_str(&first);
+        out.push_str(&joined);
+        out.push('\n');
+        return;
+    }
+    for p in parts {
+        out.push_str(&wrap::hanging(&first, cols, cols + 2, &p, width));
+    }
 }
 
 #[cfg(test)]
