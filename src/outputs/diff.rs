@@ -38,7 +38,7 @@ pub fn render_diff_fit(d: &Diff, a_name: &str, b_name: &str, width: usize) -> St
         })
         .collect();
     let headers = [
-        ("", Align::Wrap),
+        ("", Align::Left),
         ("A", Align::Wrap),
         ("B", Align::Wrap),
         ("B - A", Align::Right),

@@ -1,33 +1,37 @@
 //! `show`'s "by call" table: per process × API kind × device, the calls the job's tracer saw,
 //! the bytes live at their peak, the largest single call and the failed calls with their error.
 
-use super::text_table::{render, Align};
+use super::text_table::{render_fit, Align};
+use super::wrap;
 use crate::recording::CallTable;
 use crate::units::human_bytes;
 
-/// The "by call" section of a traced recording; a line saying why when tracing was off;
+/// The "by call" section of a traced recording, in 80 columns; a line saying why when tracing was off;
 /// nothing when no process of the job loaded the tracer (a job that never used CUDA).
 pub fn render_calls(t: &CallTable) -> String {
     if let Some(why) = t.state.strip_prefix("off: ") {
-        return format!("\nBy call: not traced ({why})\n");
+        let line = format!("By call: not traced ({why})");
+        return format!("\n{}", wrap::paragraph("", &line, wrap::DEFAULT_WIDTH));
     }
     if t.started.is_empty() && t.off.is_empty() && t.rows.is_empty() {
         return String::new();
     }
-    let mut out = format!(
-        "\nBy call (API-level trace; {} process{} traced",
+    let mut head = format!(
+        "By call (API-level trace; {} process{} traced",
         t.started.len(),
         if t.started.len() == 1 { "" } else { "es" }
     );
     if t.dropped > 0 || t.not_stored > 0 {
-        out.push_str(&format!(
+        head.push_str(&format!(
             "; {} events dropped, {} not stored: the figures below are low",
             t.dropped, t.not_stored
         ));
     }
-    out.push_str(")\n");
+    head.push(')');
+    let mut out = format!("\n{}", wrap::paragraph("", &head, wrap::DEFAULT_WIDTH));
     for (pid, why) in &t.off {
-        out.push_str(&format!("  pid {pid}: tracing off: {why}\n"));
+        let line = format!("pid {pid}: tracing off: {why}");
+        out.push_str(&wrap::paragraph("  ", &line, wrap::DEFAULT_WIDTH));
     }
     if t.rows.is_empty() {
         out.push_str("  no memory calls traced\n");
@@ -35,13 +39,13 @@ pub fn render_calls(t: &CallTable) -> String {
     }
     let headers = [
         ("PID", Align::Right),
-        ("API", Align::Left),
+        ("API", Align::Wrap),
         ("DEVICE", Align::Left),
         ("CALLS", Align::Right),
         ("LIVE AT PEAK", Align::Right),
         ("LARGEST CALL", Align::Right),
         ("LIVE AT END", Align::Right),
-        ("FAILED", Align::Left),
+        ("FAILED", Align::Fold),
     ];
     let rows: Vec<Vec<String>> = t
         .rows
@@ -64,7 +68,7 @@ pub fn render_calls(t: &CallTable) -> String {
             ]
         })
         .collect();
-    out.push_str(&render("  ", &headers, &rows));
+    out.push_str(&render_fit("  ", &headers, &rows, wrap::DEFAULT_WIDTH));
     out
 }
 

@@ -225,7 +225,7 @@ fn process_section(l: &Ledger, width: usize) -> String {
     let headers = [
         ("PID", Align::Right),
         ("RANK", Align::Right),
-        ("COMM", Align::Wrap),
+        ("COMM", Align::Left),
         ("DEVICE (* home)", Align::Wrap),
         ("LOCAL", Align::Right),
         ("HOST", Align::Right),

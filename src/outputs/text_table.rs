@@ -282,6 +282,30 @@ mod tests {
     }
 
     #[test]
+    fn a_table_too_wide_folds_its_fold_columns_under_each_row_and_wraps() {
+        let headers = [
+            ("ID", Align::Left),
+            ("NAME", Align::Wrap),
+            ("PATH", Align::Fold),
+        ];
+        let rows = vec![vec![
+            "a".to_string(),
+            "one two three four five six".to_string(),
+            "/x/y".to_string(),
+        ]];
+        assert_eq!(
+            render_fit("", &headers, &rows, 80),
+            "ID  NAME                         PATH\na   one two three four five six  /x/y\n"
+        );
+        let narrow = render_fit("", &headers, &rows, 18);
+        assert_eq!(
+            narrow,
+            "ID  NAME\na   one two three\n    four five six\n  PATH /x/y\n"
+        );
+        assert!(narrow.lines().all(|l| l.chars().count() <= 18), "{narrow}");
+    }
+
+    #[test]
     fn cells_cannot_break_the_table() {
         let out = render(
             "",
