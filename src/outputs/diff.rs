@@ -6,8 +6,23 @@ use super::text_table::{render_fit, Align};
 use super::wrap;
 use crate::timeline::diff::{change, Diff, Value};
 
-/// Widest table cell, in characters.
+/// Widest table cell, in characters, however wide the terminal.
 const MAX_CELL: usize = 48;
+
+/// Narrowest a cut cell gets, in characters.
+const MIN_CELL: usize = 11;
+
+/// How wide the A and B cells may be for the row names and changes to fit `width` beside them.
+fn cell_width(d: &Diff, width: usize) -> usize {
+    let what = d.rows.iter().map(|r| safe(&r.what).chars().count()).max();
+    let changes = d
+        .rows
+        .iter()
+        .map(|r| safe(&change(&r.a, &r.b)).chars().count());
+    let change_w = changes.max().unwrap_or(0).max("B - A".len());
+    let fixed = 2 + what.unwrap_or(0) + change_w + 6;
+    (width.saturating_sub(fixed) / 2).clamp(MIN_CELL, MAX_CELL)
+}
 
 /// The diff as text in 80 columns: the table, long cells in full below it, then the warning or
 /// verdict.
@@ -15,9 +30,10 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
     render_diff_fit(d, a_name, b_name, wrap::DEFAULT_WIDTH)
 }
 
-/// [`render_diff`] fitted to `width` columns: the row names and long cells wrap.
+/// [`render_diff`] fitted to `width` columns: cells too long for it are cut in the table and
+/// written out in full below it; row names and changes wrap when that is not enough.
 pub fn render_diff_fit(d: &Diff, a_name: &str, b_name: &str, width: usize) -> String {
-    // Long cells (a runtime error line) are cut in the table and written out in full below it.
+    let max_cell = cell_width(d, width);
     let mut full = String::new();
     let rows: Vec<Vec<String>> = d
         .rows
@@ -25,12 +41,12 @@ pub fn render_diff_fit(d: &Diff, a_name: &str, b_name: &str, width: usize) -> St
         .map(|r| {
             let mut cell = |v: &Value, run: &str| {
                 let text = display_safe(&v.show()).into_owned();
-                if text.chars().count() <= MAX_CELL {
+                if text.chars().count() <= max_cell {
                     return text;
                 }
                 let line = format!("{}, {run}: {text}", display_safe(&r.what));
                 full.push_str(&wrap::paragraph("", &line, width));
-                let cut: String = text.chars().take(MAX_CELL - 1).collect();
+                let cut: String = text.chars().take(max_cell - 1).collect();
                 format!("{cut}…")
             };
             let (a, b) = (cell(&r.a, "A"), cell(&r.b, "B"));
@@ -38,10 +54,10 @@ pub fn render_diff_fit(d: &Diff, a_name: &str, b_name: &str, width: usize) -> St
         })
         .collect();
     let headers = [
-        ("", Align::Left),
-        ("A", Align::Wrap),
-        ("B", Align::Wrap),
-        ("B - A", Align::Right),
+        ("", Align::Wrap),
+        ("A", Align::Right),
+        ("B", Align::Right),
+        ("B - A", Align::Wrap),
     ];
     let mut out = wrap::hanging("A = ", 4, 4, &display_safe(a_name), width);
     out.push_str(&wrap::hanging("B = ", 4, 4, &display_safe(b_name), width));
