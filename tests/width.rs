@@ -260,3 +260,33 @@ fn show_and_report_group_many_findings_of_one_kind_and_verbose_lists_each() {
         "{report}"
     );
 }
+
+/// On a terminal the terminal's width is used: 120 columns keep the device table whole and the
+/// verdict on one line. Runs under `script` (util-linux) for a pseudo-terminal.
+#[test]
+fn a_wider_terminal_gets_wider_tables() {
+    let bin = env!("CARGO_BIN_EXE_gpuledger");
+    let seed = fixture("seed-2622");
+    let cmd = format!(
+        "stty rows 40 cols 120; {} --root {} --color never",
+        shlex::try_quote(bin).unwrap(),
+        shlex::try_quote(path(&seed)).unwrap()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("COLUMNS")
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipped: no `script` to give gpuledger a terminal");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.ends_with("; 64.0 GiB host, 25.9 GiB driver-held"),
+        "{text}"
+    );
+    assert!(text.contains("  DEVICE        MINORS  "), "{text}");
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest > 80 && widest <= 120, "{widest}: {text}");
+}
