@@ -36,6 +36,7 @@ impl Globals {
             thresholds,
             paint: Paint {
                 color: wants_color(cli.color),
+                width: text_width(),
             },
         })
     }
@@ -98,7 +99,26 @@ pub(crate) mod tests {
             root: None,
             proc_dir: None,
             thresholds: Thresholds::default(),
-            paint: Paint { color: false },
+            paint: Paint {
+                color: false,
+                width: gpuledger::outputs::wrap::DEFAULT_WIDTH,
+            },
         }
     }
+}
+
+/// Columns of text output: on a terminal `COLUMNS`, else the terminal's size; 80 when stdout is
+/// not a terminal (a file, a pipe), so saved output is the same wherever it was made.
+fn text_width() -> usize {
+    use std::io::IsTerminal;
+    let out = std::io::stdout();
+    if !out.is_terminal() {
+        return gpuledger::outputs::wrap::DEFAULT_WIDTH;
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+        .or_else(|| terminal_size::terminal_size_of(&out).map(|(w, _)| usize::from(w.0)))
+        .unwrap_or(gpuledger::outputs::wrap::DEFAULT_WIDTH)
 }

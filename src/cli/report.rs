@@ -30,6 +30,10 @@ pub struct ReportArgs {
     /// Hide the hostname and user names.
     #[arg(long)]
     pub redact: bool,
+    /// List every finding; by default more than four of one kind and severity are one line.
+    /// JSON always lists each.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 /// A checked `report`.
@@ -43,6 +47,8 @@ pub struct ReportPlan {
     pub template: Template,
     /// `--redact`.
     pub redact: bool,
+    /// `-v`: every finding on a line of its own.
+    pub verbose: bool,
 }
 
 impl ReportArgs {
@@ -64,6 +70,7 @@ impl ReportArgs {
                 TemplateArg::Generic => Template::Generic,
             },
             redact: self.redact,
+            verbose: self.verbose,
         })
     }
 }

@@ -17,6 +17,10 @@ pub struct ShowArgs {
     pub output: FormatArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// List every finding; by default more than four of one kind and severity are one line.
+    /// JSON always lists each.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 /// A checked `show`.
@@ -30,6 +34,8 @@ pub struct ShowPlan {
     pub fail_on: Option<Severity>,
     /// `--pid`/`--device`.
     pub filter: FilterArgs,
+    /// `-v`: every finding on a line of its own.
+    pub verbose: bool,
 }
 
 impl ShowArgs {
@@ -42,6 +48,7 @@ impl ShowArgs {
                 .format_of("show", &[Format::Table, Format::Json])?,
             fail_on: self.output.fail_on(),
             filter: self.filter.clone(),
+            verbose: self.verbose,
         })
     }
 }

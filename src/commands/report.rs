@@ -68,6 +68,7 @@ pub fn run(g: &Globals, plan: ReportPlan) -> Result<ExitCode> {
     let text = render(&ReportInput {
         template: plan.template,
         redact: plan.redact,
+        each: plan.verbose,
         ledger: &ledger,
         findings: &findings,
         system: &system,

@@ -20,7 +20,7 @@ pub fn run(g: &Globals, plan: ShowPlan) -> Result<ExitCode> {
             let text = if json {
                 with_calls_json(show::render_json(&summary), &summary)?
             } else {
-                let mut text = show::render_text_painted(name, &summary, g.paint);
+                let mut text = show::render_text_detail(name, &summary, g.paint, plan.verbose);
                 if let Some(c) = &summary.calls {
                     text.push_str(&show_calls::render_calls(c));
                     text.push_str(&calls_compare::render_checks(&summary.call_checks));
@@ -41,7 +41,7 @@ pub fn run(g: &Globals, plan: ShowPlan) -> Result<ExitCode> {
             let text = if json {
                 job_set::render_json(&set)
             } else {
-                job_set::render_text(&set)
+                job_set::render_text_detail(&set, g.paint, plan.verbose)
             };
             (text, worst(&set.merged()))
         }
@@ -54,7 +54,9 @@ pub fn run(g: &Globals, plan: ShowPlan) -> Result<ExitCode> {
 /// findings.
 fn worst(s: &RunSummary) -> Option<Severity> {
     let recorded = s.findings.iter().map(|f| f.worst_severity);
-    recorded.chain(s.timeline.iter().map(|f| f.finding.severity)).max()
+    recorded
+        .chain(s.timeline.iter().map(|f| f.finding.severity))
+        .max()
 }
 
 /// The JSON of `show` with the traced calls under `calls` and the counters against them under

@@ -9,6 +9,7 @@ mod host;
 pub mod kernel;
 mod peer_mirror;
 mod thresholds;
+pub mod verdict;
 
 pub use thresholds::{ThresholdError, Thresholds};
 
@@ -247,9 +248,14 @@ pub fn analyze(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     out
 }
 
-/// Orders findings as every view shows them: most severe first, then by kind.
+/// Orders findings as every view shows them: most severe first, then by kind, then by pid.
 pub fn rank(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.kind.cmp(&b.kind)));
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.kind.cmp(&b.kind))
+            .then(a.pid.cmp(&b.pid))
+    });
 }
 
 /// The most severe finding's severity.

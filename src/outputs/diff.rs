@@ -2,7 +2,8 @@
 //! below it, then the warning or the verdict.
 
 use super::safe_text::{display_safe, safe};
-use super::text_table::{render, Align};
+use super::text_table::{render_fit, Align};
+use super::wrap;
 use crate::timeline::diff::{change, Diff, Value};
 use serde::Serialize;
 
@@ -24,12 +25,34 @@ pub fn render_json(d: &Diff) -> String {
     serde_json::to_string_pretty(&doc).expect("plain data serialises") + "\n"
 }
 
-/// Widest table cell, in characters.
+/// Widest table cell, in characters, however wide the terminal.
 const MAX_CELL: usize = 48;
 
-/// The diff as text: the table, long cells in full below it, then the warning or verdict.
+/// Narrowest a cut cell gets, in characters.
+const MIN_CELL: usize = 11;
+
+/// How wide the A and B cells may be for the row names and changes to fit `width` beside them.
+fn cell_width(d: &Diff, width: usize) -> usize {
+    let what = d.rows.iter().map(|r| safe(&r.what).chars().count()).max();
+    let changes = d
+        .rows
+        .iter()
+        .map(|r| safe(&change(&r.a, &r.b)).chars().count());
+    let change_w = changes.max().unwrap_or(0).max("B - A".len());
+    let fixed = 2 + what.unwrap_or(0) + change_w + 6;
+    (width.saturating_sub(fixed) / 2).clamp(MIN_CELL, MAX_CELL)
+}
+
+/// The diff as text in 80 columns: the table, long cells in full below it, then the warning or
+/// verdict.
 pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
-    // Long cells (a runtime error line) are cut in the table and written out in full below it.
+    render_diff_fit(d, a_name, b_name, wrap::DEFAULT_WIDTH)
+}
+
+/// [`render_diff`] fitted to `width` columns: cells too long for it are cut in the table and
+/// written out in full below it; row names and changes wrap when that is not enough.
+pub fn render_diff_fit(d: &Diff, a_name: &str, b_name: &str, width: usize) -> String {
+    let max_cell = cell_width(d, width);
     let mut full = String::new();
     let rows: Vec<Vec<String>> = d
         .rows
@@ -37,11 +60,12 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         .map(|r| {
             let mut cell = |v: &Value, run: &str| {
                 let text = display_safe(&v.show()).into_owned();
-                if text.chars().count() <= MAX_CELL {
+                if text.chars().count() <= max_cell {
                     return text;
                 }
-                full.push_str(&format!("{}, {run}: {text}\n", display_safe(&r.what)));
-                let cut: String = text.chars().take(MAX_CELL - 1).collect();
+                let line = format!("{}, {run}: {text}", display_safe(&r.what));
+                full.push_str(&wrap::paragraph("", &line, width));
+                let cut: String = text.chars().take(max_cell - 1).collect();
                 format!("{cut}…")
             };
             let (a, b) = (cell(&r.a, "A"), cell(&r.b, "B"));
@@ -49,25 +73,24 @@ pub fn render_diff(d: &Diff, a_name: &str, b_name: &str) -> String {
         })
         .collect();
     let headers = [
-        ("", Align::Left),
+        ("", Align::Wrap),
         ("A", Align::Right),
         ("B", Align::Right),
-        ("B - A", Align::Right),
+        ("B - A", Align::Wrap),
     ];
-    let mut out = format!(
-        "A = {}\nB = {}\n\n{}\n{full}",
-        display_safe(a_name),
-        display_safe(b_name),
-        render("  ", &headers, &rows)
-    );
+    let mut out = wrap::hanging("A = ", 4, 4, &display_safe(a_name), width);
+    out.push_str(&wrap::hanging("B = ", 4, 4, &display_safe(b_name), width));
+    out.push('\n');
+    out.push_str(&render_fit("  ", &headers, &rows, width));
+    out.push('\n');
+    out.push_str(&full);
     if !full.is_empty() {
         out.push('\n');
     }
     out.push_str(&super::calls_compare::render_call_diff(&d.calls));
     // The "different jobs" warning quotes both recorded commands: escaped like every cell.
     for line in d.warning.iter().chain(&d.verdict) {
-        out.push_str(&display_safe(line));
-        out.push('\n');
+        out.push_str(&wrap::paragraph("", &display_safe(line), width));
     }
     out
 }

@@ -3,34 +3,66 @@
 
 use super::safe_text::{display_safe, safe};
 use super::show::held_text;
-use super::text_table::{render, Align};
+use super::table::{finding_row, group_text};
+use super::text_table::{render_fit, Align, Paint};
+use super::{verdict, wrap};
+use crate::findings::group::{groups, Member};
+use crate::findings::verdict::Verdict;
 use crate::timeline::JobSet;
 use crate::units::{human_bytes, human_opt};
 use serde::Serialize;
 use std::borrow::Cow;
-use std::fmt::Write;
 
-/// Plain text.
+/// Plain text, 80 columns, many findings of one kind grouped.
 pub fn render_text(set: &JobSet) -> String {
-    let names: Vec<Cow<str>> = set.nodes.iter().map(|n| display_safe(&n.node)).collect();
-    let mut out = format!(
-        "Job of {} recordings (nodes {})\n",
-        set.nodes.len(),
-        names.join(", ")
+    render_text_detail(set, Paint::PLAIN, false)
+}
+
+/// Text fitted to `paint`'s width; `each` lists every finding instead of folding many of one
+/// kind and severity into a group line (`-v`).
+pub fn render_text_detail(set: &JobSet, paint: Paint, each: bool) -> String {
+    let width = paint.width;
+    let found = set.findings();
+    let v = Verdict::of(
+        found
+            .iter()
+            .map(|f| (f.severity(), f.finding.peak.kind.as_str())),
     );
+    let worst = set.worst_node().map(|n| &n.summary);
+    let context = format!(
+        "driver-held peak {}, MemAvailable low {}",
+        human_opt(worst.and_then(|s| s.driver_held_bytes())),
+        human_opt(worst.and_then(|s| s.mem_available_low))
+    );
+    let mut out = verdict::line(&v, &context, paint);
+    let names: Vec<Cow<str>> = set.nodes.iter().map(|n| display_safe(&n.node)).collect();
+    out.push('\n');
+    out.push_str(&wrap::paragraph(
+        "",
+        &format!(
+            "Job of {} recordings (nodes {})",
+            set.nodes.len(),
+            names.join(", ")
+        ),
+        width,
+    ));
     if let Some(w) = &set.warning {
-        let _ = writeln!(out, "  warning: {}", display_safe(w));
+        out.push_str(&wrap::paragraph(
+            "  ",
+            &format!("warning: {}", display_safe(w)),
+            width,
+        ));
     }
     if let Some(n) = set.worst_node() {
         let s = &n.summary;
         let worst = s.worst_finding_text();
-        let _ = writeln!(
-            out,
-            "  worst node  {}: {worst}; driver-held peak {}; MemAvailable low {}",
+        let text = format!(
+            "worst node  {}: {worst}; driver-held peak {}; MemAvailable low {}",
             display_safe(&n.node),
             held_text(s.driver_held_peak),
             human_opt(s.mem_available_low)
         );
+        out.push_str(&wrap::paragraph("  ", &text, width));
     }
     out.push_str("\nPer-rank peaks across nodes (resident)\n");
     let rows: Vec<Vec<String>> = set
@@ -47,17 +79,18 @@ pub fn render_text(set: &JobSet) -> String {
             ]
         })
         .collect();
-    out.push_str(&render(
+    out.push_str(&render_fit(
         "  ",
         &[
             ("RANK", Align::Right),
-            ("NODE", Align::Left),
+            ("NODE", Align::Wrap),
             ("PID", Align::Right),
             ("LOCAL", Align::Right),
             ("HOST", Align::Right),
             ("ON PEERS", Align::Right),
         ],
         &rows,
+        width,
     ));
     out.push_str("\nNodes\n");
     let rows: Vec<Vec<String>> = set
@@ -75,32 +108,48 @@ pub fn render_text(set: &JobSet) -> String {
             ]
         })
         .collect();
-    out.push_str(&render(
+    out.push_str(&render_fit(
         "  ",
         &[
-            ("NODE", Align::Left),
-            ("FILE", Align::Left),
+            ("NODE", Align::Wrap),
+            ("FILE", Align::Fold),
             ("DURATION", Align::Right),
-            ("DRIVER-HELD PEAK", Align::Left),
+            ("DRIVER-HELD PEAK", Align::Wrap),
             ("MEMAVAILABLE LOW", Align::Right),
-            ("JOB END", Align::Left),
+            ("JOB END", Align::Wrap),
         ],
         &rows,
+        width,
     ));
     out.push_str("\nFindings (with their node)\n");
-    let found = set.findings();
     if found.is_empty() {
         out.push_str("  none\n");
     }
-    for f in found {
-        let _ = writeln!(
-            out,
-            "  {:<8}  [{}] {}: {}",
-            f.finding.peak.severity.as_str().to_uppercase(),
-            display_safe(&f.node),
-            f.finding.peak.kind.as_str(),
-            display_safe(&f.finding.peak.message)
-        );
+    for g in groups(&found) {
+        if g.folded() && !each {
+            let text = format!("{}: {}", g.kind.as_str(), group_text(&g, "peers"));
+            out.push_str(&finding_row(paint, g.severity, &text));
+            continue;
+        }
+        for f in g.findings {
+            let r = &f.finding;
+            let worse = if r.worst_severity > r.peak.severity {
+                format!(
+                    " ({} at another moment, {} at the peak)",
+                    r.worst_severity.as_str(),
+                    r.peak.severity.as_str()
+                )
+            } else {
+                String::new()
+            };
+            let text = format!(
+                "[{}] {}{worse}: {}",
+                display_safe(&f.node),
+                r.peak.kind.as_str(),
+                display_safe(&r.peak.message)
+            );
+            out.push_str(&finding_row(paint, f.severity(), &text));
+        }
     }
     out
 }

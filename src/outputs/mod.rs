@@ -13,3 +13,5 @@ pub mod show_calls;
 pub mod table;
 pub mod text_table;
 pub mod top;
+pub mod verdict;
+pub mod wrap;

@@ -2,7 +2,11 @@
 //! [`RunSummary`]; nothing is recomputed here.
 
 use super::safe_text::{display_safe, safe};
-use super::text_table::{render, severity_label, Align, Paint};
+use super::table::{finding_row, group_text};
+use super::text_table::{render_fit, Align, Paint};
+use super::wrap;
+use crate::findings::group::{groups, Member};
+use crate::findings::verdict::Verdict;
 use crate::ledger::DriverHeld;
 use crate::recording::RecordedFinding;
 use crate::timeline::evidence::approx;
@@ -105,7 +109,7 @@ pub fn held_text(d: Option<DriverHeld>) -> String {
     }
 }
 
-fn peaks_table(s: &RunSummary) -> String {
+fn peaks_table(s: &RunSummary, width: usize) -> String {
     let rows: Vec<Vec<String>> = s
         .peaks
         .iter()
@@ -129,11 +133,11 @@ fn peaks_table(s: &RunSummary) -> String {
     let h = [
         ("RANK", Align::Right),
         ("PID", Align::Right),
-        ("DEVICE (* home)", Align::Left),
+        ("DEVICE (* home)", Align::Wrap),
         ("LOCAL", Align::Right),
         ("HOST", Align::Right),
     ];
-    render("  ", &h, &rows)
+    render_fit("  ", &h, &rows, width)
 }
 
 /// Text summary, without colour.
@@ -141,26 +145,39 @@ pub fn render_text(name: &str, s: &RunSummary) -> String {
     render_text_painted(name, s, Paint::PLAIN)
 }
 
-/// Text summary, timeline severities coloured when `paint` says so.
+/// Text summary, timeline severities coloured when `paint` says so, many findings of one kind
+/// grouped.
 pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
-    let mut out = format!("Recording {}\n", display_safe(name));
-    let _ = writeln!(out, "  command   {}", display_safe(&s.command.join(" ")));
-    let _ = writeln!(
-        out,
-        "  duration  {:.1} s, {} samples every {} ms; job end: {}",
-        s.duration_s,
-        s.samples,
-        s.interval_ms
-            .map(|i| i.to_string())
-            .unwrap_or_else(|| "?".into()),
-        s.job_end
-    );
+    render_text_detail(name, s, paint, false)
+}
+
+/// Text summary; `each` lists every timeline finding instead of folding many of one kind and
+/// severity into a group line (`-v`).
+pub fn render_text_detail(name: &str, s: &RunSummary, paint: Paint, each: bool) -> String {
+    let width = paint.width;
+    let mut out = verdict_line(s, paint);
+    let _ = writeln!(out, "\nRecording {}", display_safe(name));
+    let field =
+        |label: &str, text: &str| wrap::hanging(&format!("  {label:<8}  "), 12, 12, text, width);
+    out.push_str(&field("command", &display_safe(&s.command.join(" "))));
+    out.push_str(&field(
+        "duration",
+        &format!(
+            "{:.1} s, {} samples every {} ms; job end: {}",
+            s.duration_s,
+            s.samples,
+            s.interval_ms
+                .map(|i| i.to_string())
+                .unwrap_or_else(|| "?".into()),
+            s.job_end
+        ),
+    ));
     if let Some(note) = &s.note {
-        let _ = writeln!(out, "  note      {}", display_safe(note));
+        out.push_str(&field("note", &display_safe(note)));
     }
     if !s.labels.is_empty() {
         let l: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(out, "  labels    {}", display_safe(&l.join(" ")));
+        out.push_str(&field("labels", &display_safe(&l.join(" "))));
     }
     let ranks: Vec<String> = s
         .ranks
@@ -168,50 +185,94 @@ pub fn render_text_painted(name: &str, s: &RunSummary, paint: Paint) -> String {
         .map(|(r, pid)| format!("{r} (pid {pid})"))
         .collect();
     if !ranks.is_empty() {
-        let _ = writeln!(out, "  ranks     {}", ranks.join(", "));
+        out.push_str(&field("ranks", &ranks.join(", ")));
     }
     out.push_str("\nPeaks by process and device (resident)\n");
-    out.push_str(&peaks_table(s));
+    out.push_str(&peaks_table(s, width));
+    out.push_str("\nHost\n");
+    out.push_str(&wrap::paragraph(
+        "  ",
+        &format!(
+            "MemAvailable low {}   driver-held peak {}   GPUActive peak {}   unaccounted peak {}",
+            human_opt(s.mem_available_low),
+            held_text(s.driver_held_peak),
+            human_opt(s.gpu_active_peak),
+            human_opt(s.unaccounted_peak)
+        ),
+        width,
+    ));
+    out.push_str(&kernel_text(s, width));
+    out.push_str(&evidence_text(&s.evidence, width));
+    out.push_str("\nTimeline findings\n");
+    out.push_str(&timeline_text(&s.timeline, paint, each));
+    out
+}
+
+/// "CRITICAL: 2 findings (peer_mirror × 2); driver-held peak 37.0 GiB, MemAvailable low …",
+/// each timeline finding at its worst severity.
+fn verdict_line(s: &RunSummary, paint: Paint) -> String {
+    let v = Verdict::of(
+        s.timeline
+            .iter()
+            .map(|f| (f.severity(), f.finding.kind.as_str())),
+    );
+    let context = format!(
+        "driver-held peak {}, MemAvailable low {}",
+        human_opt(s.driver_held_bytes()),
+        human_opt(s.mem_available_low)
+    );
+    super::verdict::line(&v, &context, paint)
+}
+
+/// The kernel log's first lines, each message under its time and kind.
+fn kernel_text(s: &RunSummary, width: usize) -> String {
+    let mut out = String::new();
+    if s.kernel.is_empty() {
+        return out;
+    }
     let _ = writeln!(
         out,
-        "\nHost\n  MemAvailable low {}   driver-held peak {}   GPUActive peak {}   unaccounted peak {}",
-        human_opt(s.mem_available_low),
-        held_text(s.driver_held_peak),
-        human_opt(s.gpu_active_peak),
-        human_opt(s.unaccounted_peak)
+        "\nKernel log ({} page-allocation failures, {} OOM kills, {} driver lines)",
+        s.kernel_count("page_allocation_failure"),
+        s.kernel_count("oom_kill"),
+        s.kernel_count("driver")
     );
-    if !s.kernel.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nKernel log ({} page-allocation failures, {} OOM kills, {} driver lines)",
-            s.kernel_count("page_allocation_failure"),
-            s.kernel_count("oom_kill"),
-            s.kernel_count("driver")
-        );
-        for k in s.kernel.iter().take(20) {
-            let _ = writeln!(
-                out,
-                "  {:>7.1} s  {:<23}  {}",
-                k.t_s,
-                display_safe(&k.kind),
-                display_safe(&k.message)
-            );
+    for k in s.kernel.iter().take(20) {
+        let first = format!("  {:>7.1} s  {:<23}  ", k.t_s, display_safe(&k.kind));
+        let cols = first.chars().count();
+        out.push_str(&wrap::hanging(
+            &first,
+            cols,
+            13,
+            &display_safe(&k.message),
+            width,
+        ));
+    }
+    out
+}
+
+/// Timeline findings, most severe first, each at its worst severity; more than a few of one
+/// kind and severity are one line unless `each`.
+fn timeline_text(found: &[TimelineFinding], paint: Paint, each: bool) -> String {
+    if found.is_empty() {
+        return "  none\n".into();
+    }
+    let mut out = String::new();
+    for g in groups(found) {
+        if g.folded() && !each {
+            let text = format!("{}: {}", g.kind.as_str(), group_text(&g, "devices"));
+            out.push_str(&finding_row(paint, g.severity, &text));
+            continue;
         }
-    }
-    out.push_str(&evidence_text(&s.evidence));
-    out.push_str("\nTimeline findings\n");
-    if s.timeline.is_empty() {
-        out.push_str("  none\n");
-    }
-    for f in &s.timeline {
-        let _ = writeln!(
-            out,
-            "  {}  {} at {:.1} s: {}",
-            severity_label(paint, f.finding.severity),
-            f.finding.kind.as_str(),
-            f.t_s,
-            display_safe(&f.finding.message)
-        );
+        for f in g.findings {
+            let text = format!(
+                "{} at {:.1} s: {}",
+                f.finding.kind.as_str(),
+                f.t_s,
+                display_safe(&f.finding.message)
+            );
+            out.push_str(&finding_row(paint, f.severity(), &text));
+        }
     }
     out
 }
@@ -221,7 +282,7 @@ const SHOWN_ERRORS: usize = 5;
 
 /// The job's own evidence: error lines (the first few and how many), the tail's length, each rate
 /// series and the markers. Nothing when the output was not captured.
-fn evidence_text(e: &EvidenceSummary) -> String {
+fn evidence_text(e: &EvidenceSummary, width: usize) -> String {
     let mut out = String::new();
     if !e.captured {
         return out;
@@ -234,13 +295,15 @@ fn evidence_text(e: &EvidenceSummary) -> String {
         e.error_count()
     );
     for l in e.errors.iter().take(SHOWN_ERRORS) {
-        let _ = writeln!(
-            out,
-            "  {:>7.1} s  {:<16}  {}",
-            l.t_s,
-            l.kind.as_str(),
-            display_safe(&l.text)
-        );
+        let first = format!("  {:>7.1} s  {:<16}  ", l.t_s, l.kind.as_str());
+        let cols = first.chars().count();
+        out.push_str(&wrap::hanging(
+            &first,
+            cols,
+            13,
+            &display_safe(&l.text),
+            width,
+        ));
     }
     let more = e.error_count().saturating_sub(SHOWN_ERRORS as u64);
     if more > 0 {
@@ -249,18 +312,26 @@ fn evidence_text(e: &EvidenceSummary) -> String {
     for r in &e.rates {
         // The unit comes from the file as written: escaped like the name.
         let v = |x: Option<f64>| x.map_or("-".into(), |x| safe(&approx(x, r.unit.as_deref())));
-        let _ = writeln!(
-            out,
-            "  rate {}: {} points, median {}, first {}, last {}",
+        let text = format!(
+            "rate {}: {} points, median {}, first {}, last {}",
             display_safe(&r.name),
             r.n,
             v(r.median),
             v(r.first),
             v(r.last)
         );
+        out.push_str(&wrap::paragraph("  ", &text, width));
     }
     for m in &e.markers {
-        let _ = writeln!(out, "  marker {:>7.1} s  {}", m.t_s, display_safe(&m.text));
+        let first = format!("  marker {:>7.1} s  ", m.t_s);
+        let cols = first.chars().count();
+        out.push_str(&wrap::hanging(
+            &first,
+            cols,
+            13,
+            &display_safe(&m.text),
+            width,
+        ));
     }
     out
 }

@@ -1,8 +1,11 @@
 //! The default human output of a snapshot: host memory, devices, the per-process table, findings.
 
 use super::safe_text::display_safe;
-use super::text_table::{render, severity_label, Align, Paint};
-use crate::findings::Finding;
+use super::text_table::{render_fit, severity_label, Align, Paint};
+use super::wrap;
+use crate::findings::group::{Group, Member};
+use crate::findings::verdict::Verdict;
+use crate::findings::{Finding, Severity};
 use crate::ledger::{DriverHeld, HostTotals, Ledger, MemClass};
 use crate::sources::drm_devices::DeviceInfo;
 use crate::units::{human_bytes, human_opt};
@@ -27,31 +30,52 @@ pub fn render_snapshot_detail(
     paint: Paint,
     each: bool,
 ) -> String {
-    let mut out = String::new();
-    out.push_str(&host_section(ledger));
+    let width = paint.width;
+    let mut out = verdict_line(ledger, findings, paint);
     out.push('\n');
-    out.push_str(&device_section(ledger));
+    out.push_str(&host_section(ledger, width));
     out.push('\n');
-    out.push_str(&process_section(ledger));
+    out.push_str(&device_section(ledger, width));
     out.push('\n');
-    out.push_str(&jobs_section(ledger));
+    out.push_str(&process_section(ledger, width));
+    out.push('\n');
+    out.push_str(&jobs_section(ledger, width));
     out.push_str(&findings_section(findings, paint, each));
-    out.push_str(&scan_notes(ledger));
+    out.push_str(&scan_notes(ledger, width));
     if ledger.devices.is_empty() && ledger.clients.is_empty() && ledger.root == "/" {
-        out.push_str("\nNo GPU on this machine: host memory above is still exact. `gpuledger demo` shows what\ngpuledger finds on a machine with the GSD-13038 peer-mirror regression (simulated, in seconds).\n");
+        out.push('\n');
+        out.push_str(&wrap::paragraph("", "No GPU on this machine: host memory above is still exact. `gpuledger demo` shows what gpuledger finds on a machine with the GSD-13038 peer-mirror regression (simulated, in seconds).", width));
     }
     out
 }
 
-fn host_section(l: &Ledger) -> String {
+/// "CRITICAL: 3 findings (…); 64.0 GiB host, 25.9 GiB driver-held".
+fn verdict_line(l: &Ledger, findings: &[Finding], paint: Paint) -> String {
+    let v = Verdict::of(findings.iter().map(|f| (f.severity, f.kind.as_str())));
+    let held = l
+        .host
+        .driver_held()
+        .map_or("driver-held not known".into(), |d| {
+            format!("{} driver-held", human_bytes(d.bytes))
+        });
+    let context = format!("{} host, {held}", human_opt(l.host.mem_total));
+    super::verdict::line(&v, &context, paint)
+}
+
+fn host_section(l: &Ledger, width: usize) -> String {
     let h = &l.host;
-    format!(
-        "Host memory\n  total {}   available {}\n  {}\n  {}\n",
+    let mut out = format!(
+        "Host memory\n  total {}   available {}\n",
         human_opt(h.mem_total),
         human_opt(h.mem_available),
-        driver_held_line(h.driver_held()),
-        counters_line(h)
-    )
+    );
+    out.push_str(&wrap::paragraph(
+        "  ",
+        &driver_held_line(h.driver_held()),
+        width,
+    ));
+    out.push_str(&wrap::paragraph("  ", &counters_line(h), width));
+    out
 }
 
 /// Driver-held host memory once, with its parts (docs/DESIGN.md's one definition); `top` shows the
@@ -95,7 +119,7 @@ fn counters_line(h: &HostTotals) -> String {
     )
 }
 
-fn device_section(l: &Ledger) -> String {
+fn device_section(l: &Ledger, width: usize) -> String {
     if l.devices.is_empty() {
         return "GPU devices\n  none: no GPU found under /sys/class/drm or /sys/class/accel, and no NVIDIA GPU through NVML\n"
             .into();
@@ -126,14 +150,14 @@ fn device_section(l: &Ledger) -> String {
         .collect();
     let headers = [
         ("DEVICE", Align::Left),
-        ("MINORS", Align::Left),
+        ("MINORS", Align::Fold),
         ("DRIVER", Align::Left),
-        ("PCI ID", Align::Left),
-        ("NAME", Align::Left),
+        ("PCI ID", Align::Fold),
+        ("NAME", Align::Wrap),
         ("VRAM USED / TOTAL", Align::Right),
-        ("POWER", Align::Left),
+        ("POWER", Align::Fold),
     ];
-    format!("GPU devices\n{}", render("  ", &headers, &rows))
+    format!("GPU devices\n{}", render_fit("  ", &headers, &rows, width))
 }
 
 /// `3.0 GiB / 12.0 GiB` as the driver, NVML or dmem states them; `-` for each unknown side, a
@@ -145,7 +169,7 @@ fn vram_cell(d: &DeviceInfo, dmem_capacity: &BTreeMap<String, u64>) -> String {
     }
 }
 
-fn process_section(l: &Ledger) -> String {
+fn process_section(l: &Ledger, width: usize) -> String {
     let holders: Vec<_> = l
         .processes
         .iter()
@@ -202,19 +226,19 @@ fn process_section(l: &Ledger) -> String {
         ("PID", Align::Right),
         ("RANK", Align::Right),
         ("COMM", Align::Left),
-        ("DEVICE (* home)", Align::Left),
+        ("DEVICE (* home)", Align::Wrap),
         ("LOCAL", Align::Right),
         ("HOST", Align::Right),
         ("SHARED", Align::Right),
     ];
     format!(
         "GPU memory by process (resident; LOCAL = VRAM/local, HOST = GTT/system)\n{}",
-        render("  ", &headers, &rows)
+        render_fit("  ", &headers, &rows, width)
     )
 }
 
 /// Cgroups of the GPU processes, when any is a job (pod, Slurm) or has a memory limit or dmem.
-fn jobs_section(l: &Ledger) -> String {
+fn jobs_section(l: &Ledger, width: usize) -> String {
     let interesting = |c: &crate::sources::cgroup::CgroupInfo| {
         c.memory_max.is_some()
             || !c.dmem_current.is_empty()
@@ -270,14 +294,17 @@ fn jobs_section(l: &Ledger) -> String {
         return String::new();
     }
     let headers = [
-        ("JOB", Align::Left),
+        ("JOB", Align::Wrap),
         ("MEMORY", Align::Right),
         ("LIMIT", Align::Right),
         ("GPU HOST-CLASS", Align::Right),
-        ("DMEM (current / max)", Align::Left),
-        ("CGROUP", Align::Left),
+        ("DMEM (current / max)", Align::Fold),
+        ("CGROUP", Align::Fold),
     ];
-    format!("Jobs (cgroups)\n{}\n", render("  ", &headers, &rows))
+    format!(
+        "Jobs (cgroups)\n{}\n",
+        render_fit("  ", &headers, &rows, width)
+    )
 }
 
 fn findings_section(findings: &[Finding], paint: Paint, each: bool) -> String {
@@ -286,63 +313,78 @@ fn findings_section(findings: &[Finding], paint: Paint, each: bool) -> String {
     }
     let mut s = String::from("Findings\n");
     for g in crate::findings::group::groups(findings) {
-        let label = severity_label(paint, g.severity);
         if g.folded() && !each {
-            let (pids, peers) = g.shape();
-            let (median, total) = g.bytes();
-            let shape = match (pids, peers) {
-                (0, _) => String::new(),
-                (p, 0) => format!(", {p} processes"),
-                (p, q) => format!(", {p} processes × {q} peers"),
-            };
-            let _ = writeln!(
-                s,
-                "  {label}  {}: {} findings{shape}, {} each (median), {} in all; -v lists each",
-                g.kind.as_str(),
-                g.findings.len(),
-                human_bytes(median),
-                human_bytes(total)
-            );
+            let text = format!("{}: {}", g.kind.as_str(), group_text(&g, "peers"));
+            s.push_str(&finding_row(paint, g.severity, &text));
             continue;
         }
         for f in g.findings {
-            let _ = writeln!(
-                s,
-                "  {label}  {}: {}",
-                f.kind.as_str(),
-                display_safe(&f.message)
-            );
+            let text = format!("{}: {}", f.kind.as_str(), f.message);
+            s.push_str(&finding_row(paint, f.severity, &text));
         }
     }
     s
 }
 
+/// Columns before a finding's text: two spaces, the severity (8), two spaces.
+const FINDING_HANG: usize = 12;
+
+/// `  CRITICAL  kind: message`: `text` (the kind and its message) wrapped under the kind.
+pub(crate) fn finding_row(paint: Paint, severity: Severity, text: &str) -> String {
+    let first = format!("  {}  ", severity_label(paint, severity));
+    wrap::hanging(
+        &first,
+        FINDING_HANG,
+        FINDING_HANG,
+        &display_safe(text),
+        paint.width,
+    )
+}
+
+/// A group's one line (the table, `show`, `report`): "5 findings, 64 processes × 63 peers, 18.2 GiB each (median), 72 TiB in
+/// all; -v lists each"; `others` names what the second count counts.
+pub fn group_text<T: Member>(g: &Group<T>, others: &str) -> String {
+    let (pids, peers) = g.shape();
+    let (median, total) = g.bytes();
+    let shape = match (pids, peers) {
+        (0, _) => String::new(),
+        (p, 0) => format!(", {p} processes"),
+        (p, q) => format!(", {p} processes × {q} {others}"),
+    };
+    format!(
+        "{} findings{shape}, {} each (median), {} in all; -v lists each",
+        g.findings.len(),
+        human_bytes(median),
+        human_bytes(total)
+    )
+}
+
 /// Issues named one per line in the text output; the rest are counted.
 const SHOWN_ISSUES: usize = 10;
 
-fn scan_notes(l: &Ledger) -> String {
+fn scan_notes(l: &Ledger, width: usize) -> String {
     let st = &l.stats;
     let mut s = String::new();
     if st.unreadable > 0 {
-        let _ = writeln!(
-            s,
-            "\nNote: {} of {} processes could not be read (permission denied); run as root to see all.",
+        s.push('\n');
+        s.push_str(&wrap::paragraph("", &format!(
+            "Note: {} of {} processes could not be read (permission denied); run as root to see all.",
             st.unreadable, st.processes
-        );
+        ), width));
     }
     if st.issues_total > 0 {
-        let _ = writeln!(
-            s,
-            "\nNote: {} file(s) under the root could not be used and were skipped:",
-            st.issues_total
-        );
+        s.push('\n');
+        s.push_str(&wrap::paragraph(
+            "",
+            &format!(
+                "Note: {} file(s) under the root could not be used and were skipped:",
+                st.issues_total
+            ),
+            width,
+        ));
         for i in st.issues.iter().take(SHOWN_ISSUES) {
-            let _ = writeln!(
-                s,
-                "  {}: {}",
-                display_safe(&i.path),
-                display_safe(&i.detail)
-            );
+            let text = format!("{}: {}", display_safe(&i.path), display_safe(&i.detail));
+            s.push_str(&wrap::paragraph("  ", &text, width));
         }
         let more = (st.issues_total as usize).saturating_sub(st.issues.len().min(SHOWN_ISSUES));
         if more > 0 {

@@ -35,6 +35,8 @@ pub struct ReportInput<'a> {
     pub template: Template,
     /// Hide hostnames and user names.
     pub redact: bool,
+    /// List every finding instead of folding many of one kind and severity into one line (`-v`).
+    pub each: bool,
     /// The current snapshot's ledger (the machine or `--root`).
     pub ledger: &'a Ledger,
     /// Its findings.

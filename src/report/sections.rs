@@ -4,8 +4,10 @@ use super::escape::{code, code_cell, fenced, text, visible};
 use super::related;
 use super::steps;
 use super::{ReportInput, Template};
+use crate::findings::group::{groups, Member};
 use crate::findings::Kind;
 use crate::ledger::{classify, Ledger, UsageSource};
+use crate::outputs::table::group_text;
 use crate::recording::Recording;
 use crate::timeline::{diff, RunSummary};
 use crate::units::{human_bytes, human_opt};
@@ -229,14 +231,26 @@ fn findings(input: &ReportInput) -> String {
         return "No findings in the snapshot.\n".into();
     }
     let mut t = String::new();
-    for f in input.findings {
-        let _ = writeln!(
-            t,
-            "- **{}** `{}`: {}",
-            f.severity.as_str(),
-            f.kind.as_str(),
-            text(&f.message)
-        );
+    for g in groups(input.findings) {
+        if g.folded() && !input.each {
+            let _ = writeln!(
+                t,
+                "- **{}** `{}`: {}",
+                g.severity.as_str(),
+                g.kind.as_str(),
+                text(&group_text(&g, "peers"))
+            );
+            continue;
+        }
+        for f in g.findings {
+            let _ = writeln!(
+                t,
+                "- **{}** `{}`: {}",
+                f.severity.as_str(),
+                f.kind.as_str(),
+                text(&f.message)
+            );
+        }
     }
     t
 }
@@ -249,7 +263,7 @@ fn recordings(input: &ReportInput) -> String {
         .map(|(_, rec)| RunSummary::of(rec))
         .collect();
     for ((name, rec), summary) in input.recordings.iter().zip(&summaries) {
-        t.push_str(&recording(name, rec, summary));
+        t.push_str(&recording(name, rec, summary, input.each));
     }
     if let ([(a_name, _), (b_name, _)], [a, b]) = (input.recordings, summaries.as_slice()) {
         t.push_str(&bad_vs_good(a_name, b_name, &diff::diff(a, b)));
@@ -257,8 +271,8 @@ fn recordings(input: &ReportInput) -> String {
     t
 }
 
-/// One recording's heading, peaks and timeline findings.
-fn recording(name: &str, rec: &Recording, s: &RunSummary) -> String {
+/// One recording's heading, peaks and timeline findings (grouped unless `each`).
+fn recording(name: &str, rec: &Recording, s: &RunSummary, each: bool) -> String {
     let mut t = format!(
         "#### Recording {}: {}, {:.1} s, {} samples; job end: {}\n\n",
         code(name),
@@ -285,15 +299,27 @@ fn recording(name: &str, rec: &Recording, s: &RunSummary) -> String {
     if !s.timeline.is_empty() {
         t.push('\n');
     }
-    for f in &s.timeline {
-        let _ = writeln!(
-            t,
-            "- **{}** `{}` at {:.1} s: {}",
-            f.finding.severity.as_str(),
-            f.finding.kind.as_str(),
-            f.t_s,
-            text(&f.finding.message)
-        );
+    for g in groups(&s.timeline) {
+        if g.folded() && !each {
+            let _ = writeln!(
+                t,
+                "- **{}** `{}`: {}",
+                g.severity.as_str(),
+                g.kind.as_str(),
+                text(&group_text(&g, "devices"))
+            );
+            continue;
+        }
+        for f in g.findings {
+            let _ = writeln!(
+                t,
+                "- **{}** `{}` at {:.1} s: {}",
+                f.severity().as_str(),
+                f.finding.kind.as_str(),
+                f.t_s,
+                text(&f.finding.message)
+            );
+        }
     }
     t.push('\n');
     t.push_str(&super::evidence::section(&s.evidence));

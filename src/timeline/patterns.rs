@@ -17,6 +17,9 @@ pub struct TimelineFinding {
     pub finding: Finding,
     /// Seconds from the recording's start.
     pub t_s: f64,
+    /// A worse severity the finding had at another moment of its span; text views show this one
+    /// as the row's severity and say the peak's in the sentence.
+    pub worst_severity: Option<Severity>,
 }
 
 /// How `show --json` spells a timeline finding (`gpuledger.show/1`).
@@ -30,6 +33,8 @@ struct TimelineFindingJson<'a> {
     device: &'a Option<String>,
     bytes: u64,
     t_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worst_severity: Option<Severity>,
 }
 
 impl Serialize for TimelineFinding {
@@ -44,6 +49,7 @@ impl Serialize for TimelineFinding {
             device: &f.device,
             bytes: f.bytes,
             t_s: self.t_s,
+            worst_severity: self.worst_severity,
         }
         .serialize(s)
     }
@@ -95,6 +101,7 @@ fn known_issue(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
     TimelineFinding {
         finding: Finding::new(Kind::KnownIssue, f.worst_severity, message),
         t_s: rec.t_s(f.first),
+        worst_severity: None,
     }
 }
 
@@ -107,12 +114,16 @@ fn peer_mirror(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
         None => "backing not known".to_string(),
     };
     let worst = if r.worst_severity > f.severity {
-        format!(" (worst over time: {})", r.worst_severity.as_str())
+        format!(
+            "; {} at another moment of that span, {} at the peak",
+            r.worst_severity.as_str(),
+            f.severity.as_str()
+        )
     } else {
         String::new()
     };
     let message = format!(
-        "from {:.1} s to {:.1} s, peak {} ({backing}){worst}: {}",
+        "from {:.1} s to {:.1} s, peak {} ({backing}{worst}): {}",
         rec.t_s(r.first),
         rec.t_s(r.last),
         human_bytes(f.bytes),
@@ -128,6 +139,7 @@ fn peer_mirror(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
             ..Finding::new(Kind::PeerMirror, f.severity, message)
         },
         t_s: rec.t_s(r.first),
+        worst_severity: (r.worst_severity > f.severity).then_some(r.worst_severity),
     }
 }
 
@@ -169,6 +181,7 @@ fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
             ..Finding::new(kind, severity, message)
         },
         t_s,
+        worst_severity: None,
     };
     let mut out = Vec::new();
     if let Some((&step, n, first_at)) = s
@@ -251,6 +264,7 @@ fn released_on_exit(rec: &Recording) -> Option<TimelineFinding> {
                 ..Finding::new(Kind::ReleasedOnExit, Severity::Info, message)
             },
             t_s: rec.t_s(end_job + 1),
+            worst_severity: None,
         }
     })
 }

@@ -44,7 +44,7 @@ fn show_merges_nodes_and_names_the_worst() {
     let j = job.to_str().unwrap();
     let text = stdout_of(&["show", j], 0);
     assert!(
-        text.starts_with("Job of 2 recordings (nodes node-a, node-b)"),
+        text.contains("\n\nJob of 2 recordings (nodes node-a, node-b)"),
         "{text}"
     );
     let worst = text.lines().find(|l| l.contains("worst node")).unwrap();
@@ -116,7 +116,7 @@ fn nodes_are_named_by_their_label_and_different_jobs_are_flagged() {
     node_labelled(&job, tmp.path(), "y", "deferred", &labels);
     let text = stdout_of(&["show", job.to_str().unwrap()], 0);
     assert!(
-        text.starts_with("Job of 2 recordings (nodes gpu-07, gpu-08)"),
+        text.contains("\n\nJob of 2 recordings (nodes gpu-07, gpu-08)"),
         "{text}"
     );
     assert!(

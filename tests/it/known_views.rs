@@ -48,7 +48,8 @@ fn snapshot_names_the_entry_with_its_reasons_and_only_in_range() {
         "versions and the pinned peer_mirror: {found:?}"
     );
     let table = stdout_of(&["--root", bad.to_str().unwrap()], 0);
-    let line = table.lines().find(|l| l.contains(C953)).unwrap();
+    let rows = finding_rows(&table);
+    let line = rows.iter().find(|l| l.contains(C953)).unwrap();
     assert!(line.contains("CRITICAL"), "{line}");
     assert!(line.contains("26.22.38646.4"), "names the version: {line}");
     assert!(line.contains("peer_mirror finding with pinned backing present"));
@@ -89,7 +90,8 @@ fn record_show_and_report_carry_it() {
     let (b, l) = (bad.to_str().unwrap(), ledger.to_str().unwrap());
     run_ok(&mut record_tree(&bad, "100ms", "300ms", &ledger));
     let shown = stdout_of(&["show", l], 0);
-    let line = shown.lines().find(|l| l.contains(C953)).expect(&shown);
+    let rows = finding_rows(&shown);
+    let line = rows.iter().find(|l| l.contains(C953)).expect(&shown);
     assert!(line.contains("CRITICAL  known_issue"), "{line}");
 
     let report = stdout_of(&["--root", b, "report", l], 0);
@@ -123,4 +125,25 @@ fn an_nvidia_machine_gets_a_limitation_note_not_a_finding() {
     let doctor = json_of(&["doctor", "--root", root, "--json"], 0);
     assert_eq!(doctor["limitations"][0]["vendor"], "10de", "{doctor}");
     assert_eq!(doctor["known_issues"]["matches"], serde_json::json!([]));
+}
+
+/// Each finding row of a text view with its wrapped continuation lines, on one line.
+fn finding_rows(text: &str) -> Vec<String> {
+    let mut rows: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let continued = l.starts_with("            ") && !rows.is_empty();
+        if continued {
+            let last = rows.last_mut().unwrap();
+            last.push(' ');
+            last.push_str(l.trim());
+        } else if ["  CRITICAL", "  WARNING", "  INFO"]
+            .iter()
+            .any(|p| l.starts_with(p))
+        {
+            rows.push(l.to_string());
+        } else if !l.starts_with("            ") {
+            rows.push(String::new());
+        }
+    }
+    rows
 }

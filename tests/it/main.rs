@@ -42,4 +42,5 @@ mod top_tmux;
 mod trace_record;
 mod trace_views;
 mod views;
+mod width;
 mod ze_trace;

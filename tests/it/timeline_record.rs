@@ -487,7 +487,12 @@ fn version_2_findings_take_the_severity_of_their_peak_and_unknown_values_are_err
     assert_eq!(doc["driver_held_peak"], 9663676416u64, "{doc}");
     let text = stdout_of(&["show", v2.to_str().unwrap()], 0);
     assert!(
-        text.contains("INFO      peer_mirror") && text.contains("(worst over time: warning)"),
+        text.contains("WARNING   peer_mirror")
+            && text
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains("warning at another moment of that span, info at the peak"),
         "{text}"
     );
 

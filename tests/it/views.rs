@@ -355,7 +355,8 @@ fn show_filters_a_recording_without_changing_its_findings() {
     }
     // Device 1 is 0000:04:00.0: home of rank 1, peer of rank 0's mirror; both mirrors show.
     let text = stdout_of(&["show", file, "--device", "1", "--color", "always"], 0);
-    assert_eq!(text.matches("\u{1b}[31mCRITICAL").count(), 2, "{text}");
+    // The verdict line and both mirrors.
+    assert_eq!(text.matches("\u{1b}[31mCRITICAL").count(), 3, "{text}");
     assert!(!text.contains("0000:03:00.0 *"), "{text}");
     let out = run(&["show", file, "--pid", "1"]);
     assert_eq!(out.status.code(), Some(1));

@@ -111,12 +111,7 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
         ledger: first,
     };
     let mut model = Model::new(opts.sort);
-    let samples = spawn_sampler(
-        sampler,
-        opts.filter.clone(),
-        observer,
-        opts.interval,
-    );
+    let samples = spawn_sampler(sampler, opts.filter.clone(), observer, opts.interval);
     // crossterm reads NO_COLOR itself; the binary has already decided, with --color too.
     ratatui::crossterm::style::force_color_output(opts.color);
     let mut terminal = ratatui::init();
