@@ -89,6 +89,22 @@ fn wants_color(arg: ColorArg) -> bool {
     }
 }
 
+/// Columns of text output: on a terminal `COLUMNS`, else the terminal's size; 80 when stdout is
+/// not a terminal (a file, a pipe), so saved output is the same wherever it was made.
+fn text_width() -> usize {
+    use std::io::IsTerminal;
+    let out = std::io::stdout();
+    if !out.is_terminal() {
+        return gpuledger::outputs::wrap::DEFAULT_WIDTH;
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+        .or_else(|| terminal_size::terminal_size_of(&out).map(|(w, _)| usize::from(w.0)))
+        .unwrap_or(gpuledger::outputs::wrap::DEFAULT_WIDTH)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -105,20 +121,4 @@ pub(crate) mod tests {
             },
         }
     }
-}
-
-/// Columns of text output: on a terminal `COLUMNS`, else the terminal's size; 80 when stdout is
-/// not a terminal (a file, a pipe), so saved output is the same wherever it was made.
-fn text_width() -> usize {
-    use std::io::IsTerminal;
-    let out = std::io::stdout();
-    if !out.is_terminal() {
-        return gpuledger::outputs::wrap::DEFAULT_WIDTH;
-    }
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|c| *c > 0)
-        .or_else(|| terminal_size::terminal_size_of(&out).map(|(w, _)| usize::from(w.0)))
-        .unwrap_or(gpuledger::outputs::wrap::DEFAULT_WIDTH)
 }
