@@ -62,7 +62,7 @@ pub fn render_checks(checks: &[CallCheck]) -> String {
         })
         .collect();
     format!(
-        "\nCounters against calls (peaks; see docs/REFERENCE.md, \"By call\")\n{}",
+        "\nCounters against calls (peaks; the margins are in docs/REFERENCE.md)\n{}",
         render("  ", &headers, &rows)
     )
 }
