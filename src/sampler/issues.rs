@@ -22,7 +22,7 @@ pub(super) enum Outcome {
     Issue(IssueReason),
 }
 
-/// Classifies `err` from a read through `root` (see `root.rs` for the errors it makes).
+/// Classifies `err` from a read through `root` (see `root/mod.rs` for the errors it makes).
 pub(super) fn classify(err: &io::Error, live: bool) -> Outcome {
     let errno = err.raw_os_error().map(Errno::from_raw_os_error);
     match (err.kind(), errno) {
@@ -33,7 +33,7 @@ pub(super) fn classify(err: &io::Error, live: bool) -> Outcome {
         (_, Some(Errno::INVAL)) => Outcome::Issue(IssueReason::NotASymlink),
         (_, Some(Errno::NOTDIR)) => Outcome::Issue(IssueReason::NotADirectory),
         (_, Some(Errno::LOOP)) => Outcome::Issue(IssueReason::LinkLoop),
-        // `root.rs` reports a non-regular file as InvalidInput and an over-cap one as InvalidData,
+        // `root/mod.rs` reports a non-regular file as InvalidInput and an over-cap one as InvalidData,
         // both without an errno.
         (io::ErrorKind::InvalidInput, None) => Outcome::Issue(IssueReason::NotRegularFile),
         (io::ErrorKind::InvalidData, None) => Outcome::Issue(IssueReason::TooLarge),
