@@ -21,7 +21,8 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
     let dir = keep.unwrap_or(tmp.path());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut out = String::from(
-        "gpuledger demo: a 2-rank PyTorch DDP job on 2× Intel Arc Pro B70 (xe), simulated twice:\n\
+        "gpuledger demo: a 2-rank PyTorch DDP job on 2× Intel Arc Pro B70 (xe),\n\
+simulated twice:\n\
   A = compute-runtime 26.22 behaviour (peer registrations pinned eagerly)\n\
   B = 26.05 behaviour (same registrations, bookkeeping only)\n\n",
     );
@@ -48,7 +49,7 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
             );
             let seen = Observer::new(t.clone()).sample(&mut sampler)?;
             out.push_str(&format!(
-                "=== Snapshot of run A at its plateau (gpuledger --root {})\n\n",
+                "=== Snapshot of run A at its plateau\n    gpuledger --root {}\n\n",
                 snap_dir.display()
             ));
             out.push_str(&table::render_snapshot(&seen.ledger, &seen.findings));
@@ -58,12 +59,12 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
     let a = RunSummary::of(&recording::open(&files[0])?);
     let b = RunSummary::of(&recording::open(&files[1])?);
     out.push_str(&format!(
-        "\n=== Timeline of run A (gpuledger show {})\n\n",
+        "\n=== Timeline of run A\n    gpuledger show {}\n\n",
         files[0].display()
     ));
     out.push_str(&show::render_text(&files[0].display().to_string(), &a));
     out.push_str(&format!(
-        "\n=== Run A vs run B (gpuledger diff {} {})\n\n",
+        "\n=== Run A vs run B\n    gpuledger diff {} \\\n        {}\n\n",
         files[0].display(),
         files[1].display()
     ));
