@@ -89,17 +89,7 @@ pub fn finding(m: &Match) -> Finding {
         message.push_str(&format!("; see {link}"));
     }
     Finding {
-        kind: Kind::KnownIssue,
-        severity: m.severity,
-        message,
-        pid: None,
-        rank: None,
-        device: None,
-        peer: None,
-        bytes: 0,
-        ratio: None,
-        backing: None,
-        source: None,
         issue: Some(m.id.clone()),
+        ..Finding::new(Kind::KnownIssue, m.severity, message)
     }
 }
