@@ -179,14 +179,18 @@ check_recording() {
     ledger=$T/spool/$id.ledger
     [ -f "$ledger" ] || fail "no recording $ledger; recorder log: $(cat "$T/spool/$id.log" 2>&1)"
     shown=$("$T/bin/gpuledger" show "$ledger") || fail "gpuledger show $ledger"
+    # The labels as KEY=VALUE lines from the JSON (the text wraps them to the terminal's width).
+    labels=$("$T/bin/gpuledger" show --json "$ledger" |
+        python3 -c 'import json, sys; [print(f"{k}={v}") for k, v in json.load(sys.stdin)["labels"].items()]') ||
+        fail "gpuledger show --json $ledger"
     for label in "slurm_job=$id" "user=nobody" "node=$node"; do
-        echo "$shown" | grep -q "labels .*$label" || fail "job $id: no label $label in: $shown"
+        echo "$labels" | grep -qx "$label" || fail "job $id: no label $label in: $labels"
     done
     summary=$T/work/gpuledger-$id.txt
     [ -f "$summary" ] || fail "job $id: no summary $summary"
     [ "$(stat -c %U "$summary")" = nobody ] || fail "job $id: the summary is not the user's"
     grep -q "slurm_job=$id" "$summary" || fail "job $id: the summary lacks the labels"
-    echo "job $id: $(echo "$shown" | grep labels | sed 's/^ *//')"
+    echo "job $id: $(echo "$labels" | tr '\n' ' ')"
 }
 
 job=$(run_job 'for i in 1 2 3; do head -c 20000000 /dev/zero | sha256sum >/dev/null; sleep 0.5; done')
