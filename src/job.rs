@@ -69,9 +69,10 @@ impl Job {
         Ok((job, out, err))
     }
 
-    /// Starts `argv` as the leader of a new process group (its pgid is its pid).
-    pub fn spawn_group(argv: &[String]) -> io::Result<Job> {
-        Job::spawn_with(argv, &[], true, false)
+    /// Starts `argv` as the leader of a new process group (its pgid is its pid), with extra
+    /// environment variables.
+    pub fn spawn_group(argv: &[String], env: &[(String, String)]) -> io::Result<Job> {
+        Job::spawn_with(argv, env, true, false)
     }
 
     fn spawn_with(

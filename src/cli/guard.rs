@@ -2,7 +2,7 @@
 
 use super::parse::{size, size_spec};
 use super::record::JobArgs;
-use super::Globals;
+use super::{Globals, TraceArgs};
 use anyhow::Result;
 use clap::{ArgGroup, Args, ValueEnum};
 use gpuledger::guard::machine::Response;
@@ -53,6 +53,8 @@ pub struct GuardArgs {
     pub pids: Vec<u32>,
     #[command(flatten)]
     pub job: JobArgs,
+    #[command(flatten)]
+    pub tracing: TraceArgs,
     /// The command to run under guard, with its arguments (after `--` when an argument of it
     /// could be read as an option of guard's own).
     #[arg(trailing_var_arg = true, value_name = "CMD")]
@@ -92,6 +94,7 @@ impl GuardArgs {
                 GuardAction::Kill => Response::Kill,
             },
             thresholds: g.thresholds.clone(),
+            trace: self.tracing.plan(&self.command, g.is_live())?,
             start,
         };
         Ok(GuardRun {

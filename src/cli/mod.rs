@@ -33,7 +33,9 @@ pub use project::{Basis, ProjectArgs, ProjectPlan};
 pub use record::{RecordArgs, RecordPlan, RecordTarget};
 pub use report::{ReportArgs, ReportPlan};
 pub use serve::{ServeArgs, ServePlan};
-pub use shared::{FilterArgs, Format, FormatArgs, OutputArgs, OutputExists, EXIT_FINDING};
+pub use shared::{
+    FilterArgs, Format, FormatArgs, OutputArgs, OutputExists, TraceArgs, EXIT_FINDING,
+};
 pub use show::{DiffArgs, DiffPlan, ShowArgs, ShowPlan};
 pub use snapshot::{ShowSnapshot, SnapshotArgs, SnapshotPlan};
 pub use top::{TopArgs, TopPlan};
@@ -226,8 +228,9 @@ pub enum Command {
     Record(RecordArgs),
     /// Watch host memory and the job's GPU memory; stop the job (SIGTERM to every process of it,
     /// SIGKILL after --grace) before the kernel starts failing allocations. A started job gets a
-    /// cgroup of its own where the system allows it. Exits with the job's status, or 4 when guard
-    /// stopped it.
+    /// cgroup of its own where the system allows it, and its API calls are traced as under
+    /// record, so host memory it pins in place (cudaHostRegister, which no counter shows) counts
+    /// toward --max-job-host-gpu. Exits with the job's status, or 4 when guard stopped it.
     #[command(after_help = help_text::GUARD, override_usage = help_text::GUARD_USAGE)]
     Guard(GuardArgs),
     /// Prometheus / OpenMetrics exporter: /metrics, /healthz, /snapshot.json. Samples in the

@@ -1,13 +1,12 @@
 //! `record` options and plan.
 
 use super::parse::{label, parse_rate, slurm_job_id};
-use super::{Globals, OutputArgs, UsageError};
+use super::{Globals, OutputArgs, TraceArgs};
 use anyhow::Result;
 use clap::{ArgGroup, Args};
 use gpuledger::job_output::RateSpec;
 use gpuledger::recording::job_target::JobSpec;
 use gpuledger::recording::run::RunOptions;
-use gpuledger::recording::trace::{self, TracePlan};
 use gpuledger::units::{parse_duration, parse_interval};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -40,15 +39,8 @@ pub struct RecordArgs {
     /// one capture group around the number, e.g. 'wave=wave time ([0-9.]+) s:s/wave'. Repeatable.
     #[arg(long = "rate", value_name = "NAME=REGEX[:UNIT]", value_parser = parse_rate)]
     pub rates: Vec<RateSpec>,
-    /// Trace the command's GPU memory API calls (which call allocated, pinned or registered
-    /// which bytes): the default when libgpuledger_tracer.so is beside gpuledger (or in
-    /// GPULEDGER_TRACER) and the job sets no CUDA_INJECTION64_PATH of its own; given
-    /// explicitly, a job that cannot be traced is an error.
-    #[arg(long, overrides_with = "no_trace")]
-    pub trace: bool,
-    /// Do not trace the command's API calls.
-    #[arg(long, overrides_with = "trace")]
-    pub no_trace: bool,
+    #[command(flatten)]
+    pub tracing: TraceArgs,
     /// The command to run and record, with its arguments (after `--` when an argument of it
     /// could be read as an option of record's own).
     #[arg(trailing_var_arg = true, value_name = "CMD")]
@@ -132,29 +124,11 @@ impl RecordArgs {
                 duration: self.duration,
                 thresholds: g.thresholds.clone(),
                 rates: self.rates.clone(),
-                trace: Some(self.trace_plan(g.is_live())?),
+                trace: Some(self.tracing.plan(&self.command, g.is_live())?),
             },
             target,
             labels: self.labels.clone(),
         })
-    }
-
-    /// Whether to trace the command's API calls; `--trace` that cannot be honoured is refused.
-    fn trace_plan(&self, live: bool) -> Result<TracePlan, UsageError> {
-        let exe = std::env::current_exe().ok();
-        let plan = trace::plan(
-            !self.no_trace,
-            live,
-            &self.command,
-            |k| std::env::var(k).ok(),
-            exe.as_deref().and_then(std::path::Path::parent),
-        );
-        match &plan {
-            TracePlan::Off(why) if self.trace => {
-                Err(UsageError(format!("--trace: cannot trace: {why}")))
-            }
-            _ => Ok(plan),
-        }
     }
 }
 

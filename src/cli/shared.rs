@@ -1,10 +1,12 @@
 //! The flag groups several commands share, defined once: `-o/--output` with `--force` (the one
 //! overwrite policy), `--format`/`--json`/`--fail-on` (the reporting vocabulary), and
-//! `--pid`/`--device` (what a view shows).
+//! `--pid`/`--device` (what a view shows), `--trace`/`--no-trace` (API tracing of a started
+//! command).
 
 use super::UsageError;
 use clap::{Args, ValueEnum};
 use gpuledger::findings::Severity;
+use gpuledger::recording::trace::{self, TracePlan};
 use std::path::{Path, PathBuf};
 
 /// `-o/--output` and `--force`: where a command writes, refused when something is there unless
@@ -219,5 +221,40 @@ mod tests {
             force: false,
         };
         assert!(out.fresh_file(new.to_str().unwrap()).is_ok());
+    }
+}
+
+/// `--trace`/`--no-trace`: whether a started command's GPU memory API calls are traced.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TraceArgs {
+    /// Trace the command's GPU memory API calls (which call allocated, pinned or registered
+    /// which bytes): the default when libgpuledger_tracer.so is beside gpuledger (or in
+    /// GPULEDGER_TRACER) and the job sets no CUDA_INJECTION64_PATH of its own; given
+    /// explicitly, a job that cannot be traced is an error.
+    #[arg(long, overrides_with = "no_trace")]
+    pub trace: bool,
+    /// Do not trace the command's API calls.
+    #[arg(long, overrides_with = "trace")]
+    pub no_trace: bool,
+}
+
+impl TraceArgs {
+    /// Whether to trace `command` (empty: an attach mode) on the live machine (`live`);
+    /// `--trace` that cannot be honoured is refused.
+    pub fn plan(&self, command: &[String], live: bool) -> Result<TracePlan, UsageError> {
+        let exe = std::env::current_exe().ok();
+        let plan = trace::plan(
+            !self.no_trace,
+            live,
+            command,
+            |k| std::env::var(k).ok(),
+            exe.as_deref().and_then(Path::parent),
+        );
+        match &plan {
+            TracePlan::Off(why) if self.trace => {
+                Err(UsageError(format!("--trace: cannot trace: {why}")))
+            }
+            _ => Ok(plan),
+        }
     }
 }

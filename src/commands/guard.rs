@@ -52,6 +52,13 @@ fn print(e: &Event<'_>, json_out: bool, grace: std::time::Duration) {
              v2 (run it as root, or under `systemd-run --user --scope -p Delegate=yes`).",
             chain(*err)
         ),
+        Event::Untraced(why) => eprintln!(
+            "gpuledger guard: API tracing off: {why}; memory the job registers in place \
+             (cudaHostRegister) is not counted"
+        ),
+        Event::LevelZeroUntraced(why) => {
+            eprintln!("gpuledger guard: Level Zero tracing off: {why}")
+        }
         Event::LeftCgroup(esc) => {
             eprintln!(
                 "gpuledger guard: process {} of the job left its cgroup (now in {}); it is still \

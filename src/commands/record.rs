@@ -6,7 +6,7 @@ use gpuledger::outputs::{calls_compare, show, show_calls};
 use gpuledger::recording::follow::JobTarget;
 use gpuledger::recording::job_target::job_target;
 use gpuledger::recording::run::{record, Progress, RunError, Target};
-use gpuledger::recording::trace::{TraceOff, TracePlan};
+use gpuledger::recording::trace::TracePlan;
 use gpuledger::root::Root;
 use gpuledger::timeline::RunSummary;
 use gpuledger::units::human_bytes;
@@ -133,15 +133,10 @@ fn remove_unstarted(output: &Path) {
 
 /// Says on stderr why the command's API calls are not traced, when tracing was expected.
 fn say_why_untraced(plan: &RecordPlan) {
-    match &plan.run.trace {
-        // A build without the tracer library is the common case: the recording says why it
-        // has no calls, and stderr stays the job's.
-        Some(TracePlan::Off(
-            TraceOff::NotWanted | TraceOff::NotStarted | TraceOff::NotLive | TraceOff::NoTracer(_),
-        ))
-        | Some(TracePlan::On(_))
-        | None => {}
-        Some(TracePlan::Off(why)) => eprintln!("gpuledger: API tracing off: {why}"),
+    if let Some(TracePlan::Off(why)) = &plan.run.trace {
+        if why.worth_saying() {
+            eprintln!("gpuledger: API tracing off: {why}");
+        }
     }
 }
 

@@ -12,6 +12,8 @@ use crate::job::Job;
 use crate::ledger::Ledger;
 use crate::observe::Observer;
 use crate::recording::job_target::{job_target, JobSpec};
+use crate::recording::trace::{Registrations, Started, TraceOff, TracePlan};
+use crate::recording::trace_ze::ZeOff;
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
 use crate::sources::cgroup::{read_cgroup, read_proc_cgroup};
@@ -48,6 +50,9 @@ pub struct GuardPlan {
     pub response: Response,
     /// Finding thresholds (the findings are quoted when guard acts).
     pub thresholds: Thresholds,
+    /// API-level tracing of a started command: its registered host memory (which no counter
+    /// shows) joins the job's host-class bytes.
+    pub trace: TracePlan,
     /// The job.
     pub start: JobStart,
 }
@@ -102,6 +107,10 @@ pub enum Event<'a> {
     NoSubreaper(&'a io::Error),
     /// No cgroup of its own for the job: containment is by process group.
     Uncontained(&'a ContainError),
+    /// The command's API calls are not traced, though tracing was expected.
+    Untraced(&'a TraceOff),
+    /// Level Zero calls are not traced (another tool holds the loader's entry points).
+    LevelZeroUntraced(&'a ZeOff),
     /// A process of the job left its cgroup (it is still the job's).
     LeftCgroup(&'a Escape),
     /// The policy tripped; `pids` got the response (or would have, for a warning).
@@ -150,6 +159,7 @@ pub fn guard(
 ) -> Result<u8, GuardError> {
     check_floor(&plan.policy, &root)?;
     let live = root.is_live();
+    let mut registrations = None;
     let (job, target, follow) = match &plan.start {
         JobStart::Job(spec) => {
             let (f, target) = follow(&root, spec, plan.interval)?;
@@ -157,7 +167,8 @@ pub fn guard(
         }
         JobStart::Pids(pids) => (None, held(pids)?, None),
         JobStart::Command(argv) => {
-            let (job, target) = start(argv, &mut report)?;
+            let (job, target, calls) = start(argv, &plan.trace, &mut report)?;
+            registrations = calls;
             (Some(job), target, None)
         }
     };
@@ -184,6 +195,7 @@ pub fn guard(
         live,
         limit_root: roots.first().copied(),
         follow,
+        registrations,
     };
     let mut observer = Observer::new(plan.thresholds.clone());
     let mut machine = Machine::new(plan.response, plan.grace, plan.interval);
@@ -265,8 +277,12 @@ fn held(pids: &[u32]) -> Result<Target, GuardError> {
     Ok(target)
 }
 
-/// Starts the job, in a cgroup of its own when one can be made.
-fn start(argv: &[String], report: &mut impl FnMut(Event<'_>)) -> Result<(Job, Target), GuardError> {
+/// Starts the job, in a cgroup of its own when one can be made, traced as `trace` says.
+fn start(
+    argv: &[String],
+    trace: &TracePlan,
+    report: &mut impl FnMut(Event<'_>),
+) -> Result<(Job, Target, Option<Registrations>), GuardError> {
     // Orphans of the job become guard's children, not init's, so none drops out of its tree.
     let adopts = match family::adopt_orphans() {
         Ok(()) => true,
@@ -276,20 +292,48 @@ fn start(argv: &[String], report: &mut impl FnMut(Event<'_>)) -> Result<(Job, Ta
         }
     };
     let adopting = |t: Target| if adopts { t.adopting() } else { t };
+    let (env, calls) = begin_trace(trace, report);
     match JobCgroup::create() {
         Ok(cg) => {
             let job = cg
-                .run_inside(|| Job::spawn_group(argv))
+                .run_inside(|| Job::spawn_group(argv, &env))
                 .map_err(GuardError::Contain)?
                 .map_err(GuardError::Spawn)?;
-            Ok((job, adopting(Target::contained(cg))))
+            Ok((job, adopting(Target::contained(cg)), calls))
         }
         Err(e) => {
             report(Event::Uncontained(&e));
-            let job = Job::spawn_group(argv).map_err(GuardError::Spawn)?;
+            let job = Job::spawn_group(argv, &env).map_err(GuardError::Spawn)?;
             let mut target = adopting(Target::with_group(job.pid()));
             target.add(job.pid());
-            Ok((job, target))
+            Ok((job, target, calls))
+        }
+    }
+}
+
+/// The environment that traces the job and the registrations its calls will show, when `trace`
+/// says to; why not is reported where a user expects to know.
+fn begin_trace(
+    trace: &TracePlan,
+    report: &mut impl FnMut(Event<'_>),
+) -> (Vec<(String, String)>, Option<Registrations>) {
+    let started = match trace {
+        TracePlan::On(lib) => Started::begin(lib).map_err(|e| TraceOff::Socket(e.to_string())),
+        TracePlan::Off(why) => Err(why.clone()),
+    };
+    match started {
+        Ok(started) => {
+            if let Some(why) = started.level_zero_notice() {
+                report(Event::LevelZeroUntraced(why));
+            }
+            let env = started.env.clone();
+            (env, Some(Registrations::new(started)))
+        }
+        Err(why) => {
+            if why.worth_saying() {
+                report(Event::Untraced(&why));
+            }
+            (Vec::new(), None)
         }
     }
 }
@@ -312,6 +356,8 @@ struct Watched {
     limit_root: Option<u32>,
     /// The followed cgroup (`--cgroup`, `--slurm-job`), whose members join the job as they come.
     follow: Option<Follow>,
+    /// The started job's traced registrations of host memory.
+    registrations: Option<Registrations>,
 }
 
 impl Watched {
@@ -356,6 +402,9 @@ impl Watched {
         } else if live && contained {
             let members = self.target.pids().into_iter().collect();
             self.sampler.set_scope(Scope::Pids(members));
+        }
+        if let Some(r) = self.registrations.as_mut() {
+            observer.set_registered(r.live());
         }
         let seen = observer.sample(&mut self.sampler)?;
         if live && !contained {

@@ -3,7 +3,7 @@
 
 use super::follow::{Follower, JobTarget};
 use super::session::{step, StepError};
-use super::trace::{Listener, TraceOff, TracePlan};
+use super::trace::{Listener, Started, TraceOff, TracePlan};
 use super::Resolver;
 use super::{Recorder, RecordingError, RecordingMeta};
 use crate::findings::{Finding, Thresholds};
@@ -319,25 +319,18 @@ fn start_trace(
     recorder: &mut Recorder,
 ) -> Result<Option<(Listener, JobEnv)>, RecordingError> {
     let (state, listener) = match plan {
-        TracePlan::On(lib) => match Listener::bind() {
-            Ok(l) => {
-                let mut env = l.env(lib);
-                let ze = match super::trace_ze::level_zero_live(lib) {
-                    Ok(()) => {
-                        let existing = std::env::var(super::trace_ze::PRELOAD_ENV).ok();
-                        let value = super::trace_ze::preload_value(lib, existing.as_deref());
-                        env.push((super::trace_ze::PRELOAD_ENV.to_string(), value));
-                        "on".to_string()
-                    }
-                    Err(why) => {
-                        if why != super::trace_ze::ZeOff::NoLoader {
-                            eprintln!("gpuledger: Level Zero tracing off: {why}");
-                        }
-                        format!("off: {why}")
-                    }
+        TracePlan::On(lib) => match Started::begin(lib) {
+            Ok(started) => {
+                if let Some(why) = started.level_zero_notice() {
+                    eprintln!("gpuledger: Level Zero tracing off: {why}");
+                }
+                let ze = match &started.level_zero {
+                    Ok(()) => "on".to_string(),
+                    Err(why) => format!("off: {why}"),
                 };
                 recorder.set_meta("trace_level_zero", &ze)?;
-                (format!("on: {}", lib.display()), Some((l, env)))
+                let Started { listener, env, .. } = started;
+                (format!("on: {}", lib.display()), Some((listener, env)))
             }
             Err(e) => (format!("off: {}", TraceOff::Socket(e.to_string())), None),
         },

@@ -12,6 +12,7 @@ mod experiment;
 mod flags;
 mod fleet;
 mod guard;
+mod guard_trace;
 mod hardening;
 mod help;
 mod hostile_files;

@@ -92,5 +92,5 @@ fn explicit_trace_of_an_attached_process_is_a_usage_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("only a command started by record"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only a command gpuledger starts"));
 }

@@ -50,6 +50,18 @@ pub enum TraceOff {
     Socket(String),
 }
 
+impl TraceOff {
+    /// Whether a user who did not ask for `--no-trace` should be told: tracing was expected and
+    /// another tool or the machine stood in the way. Not for an attach mode, a captured tree or
+    /// a build without the tracer library (the common case; a recording says so in its meta).
+    pub fn worth_saying(&self) -> bool {
+        !matches!(
+            self,
+            TraceOff::NotWanted | TraceOff::NotStarted | TraceOff::NotLive | TraceOff::NoTracer(_)
+        )
+    }
+}
+
 impl std::fmt::Display for TraceOff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -57,7 +69,7 @@ impl std::fmt::Display for TraceOff {
             TraceOff::NoTracer(p) => write!(f, "no tracer library at {} (build it with `cargo build --release -p gpuledger-tracer` and put {TRACER_FILE} beside gpuledger, or set {TRACER_ENV})", p.display()),
             TraceOff::InjectionSet(v) => write!(f, "the job already sets {CUDA_INJECTION_ENV}={v}; another tool traces it"),
             TraceOff::UnderProfiler(p) => write!(f, "the command runs under {p}, which injects its own tracer"),
-            TraceOff::NotStarted => write!(f, "only a command started by record (after --) can be traced"),
+            TraceOff::NotStarted => write!(f, "only a command gpuledger starts (after --) can be traced"),
             TraceOff::NotLive => write!(f, "the machine is a captured or simulated tree (--root)"),
             TraceOff::Socket(e) => write!(f, "cannot create the trace socket: {e}"),
         }
@@ -213,5 +225,8 @@ fn read_loop(sock: &UnixDatagram, inbox: &Mutex<Inbox>, stop: &AtomicBool, recei
     }
 }
 
+mod start;
 #[cfg(test)]
 mod tests;
+
+pub use start::{Registrations, Started};
