@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real-GPU check of API-level tracing (device machine, not CI): trace_job.py under `record`
-# (tracer beside the binary or in GPULEDGER_TRACER), then `show`; the matmul and per-call
-# overheads with the tracer, with --no-trace, and without gpuledger.
+# (tracer beside the binary or in GPULEDGER_TRACER), then `show`, `plot`'s chart, the report's
+# calls and `show --json` (the overheads: overhead/overhead.sh).
 # Usage: tests/gpu/trace_check.sh BIN [OUTDIR]
 set -uo pipefail
 BIN=${1:?usage: $0 GPULEDGER_BINARY [OUTDIR]}
@@ -16,11 +16,17 @@ cat "$OUT/trace.out"
 grep -v '^\[' "$OUT/trace.err" | tail -40
 "$BIN" show "$OUT/trace.ledger"
 "$BIN" show --json "$OUT/trace.ledger" > "$OUT/trace.json"
-for mode in calls bench; do
-  for i in 1 2; do
-    "$BIN" record -o "$OUT/$mode-trace-$i.ledger" --trace -- python3 "$job" $mode 2>/dev/null
-    "$BIN" record -o "$OUT/$mode-notrace-$i.ledger" --no-trace -- python3 "$job" $mode 2>/dev/null
-    python3 "$job" $mode | sed 's/^/bare: /'
-  done
-done
-"$BIN" show "$OUT/calls-trace-1.ledger" | sed -n '/^By call/,$p'
+echo "== plot: the API-attributed chart beside the counters"
+"$BIN" plot -o "$OUT/trace.html" --force "$OUT/trace.ledger" && ls -l "$OUT/trace.html"
+grep -o '<h[23][^>]*>[^<]*' "$OUT/trace.html" | sed 's/<[^>]*>//' | head -30
+echo "== report: the calls it quotes"
+"$BIN" report "$OUT/trace.ledger" > "$OUT/trace-report.md" && wc -l "$OUT/trace-report.md"
+sed -n '/[Cc]all/,+14p' "$OUT/trace-report.md" | head -40
+echo "== show --json: the registered 2 GiB and its pid"
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for c in (d.get("calls") or {}).get("rows", []):
+    c.pop("live", None)
+    print(c)
+for c in d.get("call_checks", []):
+    print("check", c)' "$OUT/trace.json"

@@ -3,6 +3,10 @@
 //! library in a CUDA job would) become registered host memory in each sample's ledger, and
 //! `--max-job-host-gpu` trips on bytes no counter shows. The machine is the NVIDIA capture tree
 //! (pid 7001 holds 4 GiB of pinned host memory), so no GPU is needed.
+//!
+//! guard makes its process the job's subreaper and signals the family it follows, so the test
+//! runs it in a process of its own (this test binary again, this test alone): in the shared
+//! test process it would adopt, and stop, the children of tests running beside it.
 
 use crate::common::fixture;
 use gpuledger::findings::Thresholds;
@@ -76,8 +80,37 @@ fn plan(tracer: &Path, said: &Path) -> GuardPlan {
     }
 }
 
+/// Set in the process that runs the guard.
+const ALONE: &str = "GPULEDGER_TEST_GUARD_ALONE";
+
+/// Runs the test `name` of this module in a new process of this test binary; `true` there.
+fn in_own_process(name: &str) -> bool {
+    if std::env::var_os(ALONE).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            &format!("guard_trace::{name}"),
+            "--exact",
+            "--test-threads=1",
+        ])
+        .env(ALONE, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
 #[test]
 fn registered_host_memory_from_the_calls_trips_the_job_host_ceiling() {
+    if !in_own_process("registered_host_memory_from_the_calls_trips_the_job_host_ceiling") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     // The library only has to be named and preloadable: the job (a shell) makes no GPU calls.
     let tracer = tmp.path().join("libgpuledger_tracer.so");

@@ -1,8 +1,10 @@
 //! Getting events out of the job: [`emit`] stamps an event and pushes it into the static ring
 //! (no allocation, no blocking); a writer thread, started at the first event of each process,
-//! sends the ring's events in datagrams to the socket named in the environment. A send the reader
-//! cannot take at once (slow or gone) is dropped and counted; the counts go out as
-//! [`Op::Dropped`] events, the last one when the process exits.
+//! sends the ring's events in datagrams to the socket named in the environment. While the
+//! reader's queue is full the writer waits (a bounded while: [`PATIENCE`]), so a burst of calls
+//! fills the ring rather than being lost; what the ring cannot hold, or a reader that is gone or
+//! stays stuck cannot take, is dropped and counted; the counts go out as [`Op::Dropped`] events,
+//! the last one when the process exits.
 //!
 //! Fork: the child handler empties the ring, forgets the parent's writer thread (it does not
 //! exist in the child) and closes the parent's socket; the child's first event starts its own.
@@ -10,6 +12,7 @@
 use crate::ring::{Ring, CAPACITY};
 use gpuledger_trace_wire::{Api, Event, Op, Platform, EVENTS_PER_DATAGRAM, EVENT_BYTES};
 use std::cell::Cell;
+use std::io::ErrorKind;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
@@ -36,6 +39,12 @@ thread_local! {
 const IDLE: Duration = Duration::from_millis(2);
 /// How long the exit flush waits for the writer to let go of the ring.
 const EXIT_WAIT: Duration = Duration::from_millis(200);
+/// How long the writer keeps trying a datagram while the reader's queue is full.
+const PATIENCE: Duration = Duration::from_millis(100);
+/// How long the exit flush may spend sending, in all.
+const EXIT_SEND: Duration = Duration::from_millis(300);
+/// The pause between two tries of a datagram the reader's queue had no room for.
+const RETRY: Duration = Duration::from_micros(50);
 
 /// Sets where events go and registers the fork and exit handlers; `false` when it was set before.
 pub fn init(socket: PathBuf) -> bool {
@@ -118,8 +127,24 @@ fn socket() -> Option<UnixDatagram> {
     Some(s)
 }
 
-/// Sends one datagram of up to [`EVENTS_PER_DATAGRAM`] events; the number taken from the ring.
-fn send_batch(sock: &UnixDatagram, path: &PathBuf) -> usize {
+/// Sends `bytes`, trying again while the reader's queue is full, for `patience` at most; `false`
+/// when it did not go (the reader is gone, or stayed full).
+fn send_patiently(sock: &UnixDatagram, bytes: &[u8], path: &PathBuf, patience: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        match sock.send_to(bytes, path) {
+            Ok(_) => return true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock && start.elapsed() < patience => {
+                std::thread::sleep(RETRY)
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Sends one datagram of up to [`EVENTS_PER_DATAGRAM`] events, waiting up to `patience` for
+/// room; the number taken from the ring.
+fn send_batch(sock: &UnixDatagram, path: &PathBuf, patience: Duration) -> usize {
     let mut buf = [0u8; EVENT_BYTES * EVENTS_PER_DATAGRAM];
     let mut n = 0;
     while n < EVENTS_PER_DATAGRAM {
@@ -129,7 +154,7 @@ fn send_batch(sock: &UnixDatagram, path: &PathBuf) -> usize {
         }
         n += 1;
     }
-    if n > 0 && sock.send_to(&buf[..n * EVENT_BYTES], path).is_err() {
+    if n > 0 && !send_patiently(sock, &buf[..n * EVENT_BYTES], path, patience) {
         RING.add_dropped(n as u64);
     }
     n
@@ -162,7 +187,7 @@ fn writer() {
                 .is_ok()
             {
                 let mut sent = 0;
-                while send_batch(&sock, path) > 0 {
+                while send_batch(&sock, path, PATIENCE) > 0 {
                     sent += 1;
                 }
                 send_dropped(&sock, path, false);
@@ -191,7 +216,13 @@ pub fn flush_now() {
         }
         std::thread::yield_now();
     }
-    while send_batch(&sock, path) > 0 {}
+    let deadline = Instant::now() + EXIT_SEND;
+    while send_batch(
+        &sock,
+        path,
+        deadline.saturating_duration_since(Instant::now()),
+    ) > 0
+    {}
     send_dropped(&sock, path, true);
     DRAINING.store(false, Ordering::Release);
 }
@@ -214,4 +245,70 @@ extern "C" fn after_fork_child() {
             unsafe { libc::close(fd) };
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader socket whose queue is full: datagrams sent until the kernel refuses one.
+    fn full_reader(dir: &std::path::Path) -> (UnixDatagram, PathBuf, UnixDatagram) {
+        let path = dir.join("r");
+        let reader = UnixDatagram::bind(&path).unwrap();
+        let sender = socket().unwrap();
+        while sender.send_to(&[0u8; EVENT_BYTES], &path).is_ok() {}
+        (reader, path, sender)
+    }
+
+    #[test]
+    fn a_full_queue_is_waited_for_while_the_reader_catches_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reader, path, sender) = full_reader(dir.path());
+        let drain = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            let mut buf = [0u8; EVENT_BYTES];
+            reader.recv(&mut buf).unwrap();
+            reader
+        });
+        let start = Instant::now();
+        assert!(send_patiently(
+            &sender,
+            &[1u8; EVENT_BYTES],
+            &path,
+            PATIENCE
+        ));
+        assert!(
+            start.elapsed() >= Duration::from_millis(15),
+            "it waited for room"
+        );
+        drop(drain.join().unwrap());
+    }
+
+    #[test]
+    fn a_stuck_or_gone_reader_costs_at_most_the_patience() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reader, path, sender) = full_reader(dir.path());
+        let start = Instant::now();
+        let patience = Duration::from_millis(30);
+        assert!(!send_patiently(
+            &sender,
+            &[1u8; EVENT_BYTES],
+            &path,
+            patience
+        ));
+        let took = start.elapsed();
+        assert!(took >= patience && took < patience * 10, "{took:?}");
+        drop(reader);
+        let start = Instant::now();
+        assert!(!send_patiently(
+            &sender,
+            &[1u8; EVENT_BYTES],
+            &path,
+            PATIENCE
+        ));
+        assert!(
+            start.elapsed() < PATIENCE,
+            "a gone reader is not waited for"
+        );
+    }
 }
