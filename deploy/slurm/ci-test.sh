@@ -193,7 +193,8 @@ check_recording() {
     echo "job $id: $(echo "$labels" | tr '\n' ' ')"
 }
 
-job=$(run_job 'for i in 1 2 3; do head -c 20000000 /dev/zero | sha256sum >/dev/null; sleep 0.5; done')
+# Long enough (about 4 s) for the prolog's recorder to find the job's cgroup on a loaded machine.
+job=$(run_job 'for i in 1 2 3 4; do head -c 20000000 /dev/zero | sha256sum >/dev/null; sleep 1; done')
 check_recording "$job"
 case $mode in
     proctrack/cgroup*) grep -q "followed=/sys/fs/cgroup/.*/job_$job" "$T/work/gpuledger-$job.txt" ||

@@ -69,7 +69,12 @@ pub fn run(g: &Globals, plan: RecordPlan) -> Result<ExitCode> {
     say_why_untraced(&plan);
     let stop = Arc::new(AtomicBool::new(false));
     let Some(target) = target(&root, &plan, &stop)? else {
-        // Stopped while waiting for the Slurm job: nothing was recorded.
+        // Stopped while waiting for the Slurm job: nothing was recorded, and the log says so.
+        eprintln!(
+            "gpuledger: record: stopped before the job's cgroup appeared (the job ended, or \
+             never started on this node); nothing recorded, no {}",
+            plan.output.display()
+        );
         return Ok(ExitCode::SUCCESS);
     };
     let output = &plan.output;
