@@ -7,9 +7,8 @@
 use super::names::UnknownValue;
 use super::RecordingError;
 use gpuledger_trace_wire::{Api, OffReason, Op, Platform, SKIPPED};
-use rusqlite::OptionalExtension;
+use rusqlite::Connection;
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 /// Live-bytes points kept per row.
 pub const LIVE_POINTS: usize = 2000;
@@ -208,45 +207,34 @@ impl Folder {
     }
 }
 
-/// The traced calls of the recording at `path`; `None` when it has none (not traced, or
-/// written before schema version 5).
-pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
-    let p = path.display().to_string();
+/// The traced calls of a recording, read over its open connection `conn` (its `meta` already
+/// read; `path` names it in errors); `None` when it has none (not traced, or written before
+/// schema version 5).
+pub(super) fn calls(
+    conn: &Connection,
+    meta: &BTreeMap<String, String>,
+    path: &str,
+) -> Result<Option<CallTable>, RecordingError> {
     let sql = |source| RecordingError::Sqlite {
-        path: p.clone(),
+        path: path.to_string(),
         source,
     };
-    // The one way a recording is opened: immutable, never writing beside it, crafted schemas
-    // refused (read_open, read_check).
-    let not = |why: String| RecordingError::NotARecording {
-        path: p.clone(),
-        why,
-    };
-    let opened = super::read_open::open(path).map_err(not)?;
-    let conn = &opened.conn;
-    super::read_check::check(conn).map_err(not)?;
     let unknown = |column: &'static str, value: &str| RecordingError::UnknownValue {
-        path: p.clone(),
+        path: path.to_string(),
         source: UnknownValue {
             column,
             value: value.to_string(),
         },
     };
-    let meta = |k: &str| -> rusqlite::Result<Option<String>> {
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
-            .optional()
-    };
-    let Some(state) = meta("trace").map_err(sql)? else {
+    let Some(state) = meta.get("trace").cloned() else {
         return Ok(None);
     };
-    let num = |k: &str| -> rusqlite::Result<u64> {
-        Ok(meta(k)?.and_then(|v| v.parse().ok()).unwrap_or(0))
-    };
+    let num = |k: &str| meta.get(k).and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut table = CallTable {
         state,
-        dropped: num("trace_dropped").map_err(sql)?,
-        not_stored: num("trace_not_stored").map_err(sql)?,
-        level_zero: meta("trace_level_zero").map_err(sql)?,
+        dropped: num("trace_dropped"),
+        not_stored: num("trace_not_stored"),
+        level_zero: meta.get("trace_level_zero").cloned(),
         ..Default::default()
     };
     let mut folder = Folder::default();
