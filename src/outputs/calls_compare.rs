@@ -86,7 +86,7 @@ pub fn render_call_diff(rows: &[CallDiffRow]) -> String {
         .map(|r| {
             let side = |i: usize, v: String| if r.traced[i] { v } else { "not traced".into() };
             vec![
-                format!("{} {}", r.platform, r.api),
+                format!("{} {}", r.platform.name(), r.api.name()),
                 side(0, r.calls[0].to_string()),
                 side(1, r.calls[1].to_string()),
                 side(0, human_bytes(r.peak_live[0])),
@@ -105,7 +105,7 @@ pub fn render_call_diff(rows: &[CallDiffRow]) -> String {
         };
         out.push_str(&format!(
             "{none} makes no {} calls where {some} makes {} ({} live at peak)\n",
-            r.api,
+            r.api.name(),
             r.calls[i],
             human_bytes(r.peak_live[i])
         ));
@@ -116,6 +116,7 @@ pub fn render_call_diff(rows: &[CallDiffRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuledger_trace_wire::{Api, Platform};
 
     fn check(class: CheckClass, counter: u64, traced: u64, agreement: Agreement) -> CallCheck {
         CallCheck {
@@ -150,8 +151,8 @@ mod tests {
     #[test]
     fn names_the_kind_only_one_run_makes() {
         let row = CallDiffRow {
-            platform: "level_zero",
-            api: "residency",
+            platform: Platform::LevelZero,
+            api: Api::Residency,
             calls: [12, 0],
             peak_live: [9 << 30, 0],
             failed: [0, 0],

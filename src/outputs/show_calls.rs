@@ -71,7 +71,7 @@ pub fn render_calls(t: &CallTable) -> String {
             let failed: Vec<String> = r.failed.iter().map(|(e, n)| format!("{n} × {e}")).collect();
             vec![
                 r.pid.to_string(),
-                r.api.to_string(),
+                r.api.name().to_string(),
                 r.device.map_or("host".into(), |d| d.to_string()),
                 r.calls.to_string(),
                 human_bytes(r.peak_live),
@@ -93,11 +93,12 @@ pub fn render_calls(t: &CallTable) -> String {
 mod tests {
     use super::*;
     use crate::recording::CallRow;
+    use gpuledger_trace_wire::{Api, Platform};
 
-    fn row(api: &'static str, device: Option<u32>, failed: Vec<(String, u64)>) -> CallRow {
+    fn row(api: Api, device: Option<u32>, failed: Vec<(String, u64)>) -> CallRow {
         CallRow {
             pid: 42,
-            platform: "cuda",
+            platform: Platform::Cuda,
             api,
             device,
             calls: 3,
@@ -114,9 +115,9 @@ mod tests {
         let t = CallTable {
             state: "on: /x/libgpuledger_tracer.so".into(),
             rows: vec![
-                row("registered", None, vec![]),
+                row(Api::Registered, None, vec![]),
                 row(
-                    "vmm",
+                    Api::Vmm,
                     Some(0),
                     vec![("CUDA_ERROR_NOT_PERMITTED (800)".into(), 1)],
                 ),

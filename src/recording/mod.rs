@@ -78,7 +78,7 @@ pub mod trace_ze;
 mod write;
 mod write_output;
 
-pub use names::{name_of, UnknownValue};
+pub use names::{name_of, serialize_api, serialize_platform, UnknownValue};
 pub use read::{open, Recording};
 pub use read_columns::PlotColumns;
 pub use read_host::{HostColumn, HostSummary};

@@ -4,7 +4,7 @@
 //! resident, evicted) and opened IPC ranges count as live bytes of their kind on the target
 //! device, like allocations.
 
-use super::names::UnknownValue;
+use super::names::{self, UnknownValue};
 use super::RecordingError;
 use gpuledger_trace_wire::{Api, OffReason, Op, Platform, SKIPPED};
 use rusqlite::Connection;
@@ -18,10 +18,12 @@ pub const LIVE_POINTS: usize = 2000;
 pub struct CallRow {
     /// Process.
     pub pid: u32,
-    /// `cuda` or `level_zero`.
-    pub platform: &'static str,
-    /// API kind (`device`, `host_pinned`, `registered`, `managed`, `pooled`, `vmm`, …).
-    pub api: &'static str,
+    /// CUDA or Level Zero (JSON: its recording name, `cuda` or `level_zero`).
+    #[serde(serialize_with = "super::serialize_platform")]
+    pub platform: Platform,
+    /// API kind (JSON: `device`, `host_pinned`, `registered`, `managed`, `pooled`, `vmm`, …).
+    #[serde(serialize_with = "super::serialize_api")]
+    pub api: Api,
     /// Device ordinal; `None` for host memory.
     pub device: Option<u32>,
     /// Calls of any op (allocations, frees, maps, …).
@@ -142,8 +144,8 @@ impl Folder {
             .entry((pid, platform, api, device))
             .or_insert_with(|| CallRow {
                 pid,
-                platform: platform.name(),
-                api: api.name(),
+                platform,
+                api,
                 device,
                 calls: 0,
                 peak_live: 0,
@@ -219,12 +221,9 @@ pub(super) fn calls(
         path: path.to_string(),
         source,
     };
-    let unknown = |column: &'static str, value: &str| RecordingError::UnknownValue {
+    let unknown = |source: UnknownValue| RecordingError::UnknownValue {
         path: path.to_string(),
-        source: UnknownValue {
-            column,
-            value: value.to_string(),
-        },
+        source,
     };
     let Some(state) = meta.get("trace").cloned() else {
         return Ok(None);
@@ -249,10 +248,9 @@ pub(super) fn calls(
             text(3).map_err(sql)?,
             text(4).map_err(sql)?,
         );
-        let platform =
-            Platform::from_name(&pf).ok_or_else(|| unknown("api_calls.platform", &pf))?;
-        let api = Api::from_name(&a).ok_or_else(|| unknown("api_calls.api", &a))?;
-        let op = Op::from_name(&o).ok_or_else(|| unknown("api_calls.op", &o))?;
+        let platform = names::platform(&pf).map_err(unknown)?;
+        let api = names::api(&a).map_err(unknown)?;
+        let op = names::op(&o).map_err(unknown)?;
         let pid: u32 = r.get(1).map_err(sql)?;
         let result: i32 = r.get(7).map_err(sql)?;
         match op {

@@ -74,6 +74,14 @@ fn calls_are_cross_checked_compared_quoted_and_drawn() {
     assert!(checks.iter().any(|c| c["class"] == "device"
         && c["agreement"]["agreement"] == "calls_larger"
         && c["traced_peak"] == 1u64 << 30));
+    let rows = json["calls"]["rows"].as_array().unwrap();
+    for api in ["device", "host_pinned", "registered"] {
+        assert!(
+            rows.iter()
+                .any(|r| r["platform"] == "cuda" && r["api"] == api),
+            "{api} in {rows:?}"
+        );
+    }
 
     let diff = stdout_of(&["diff", a_s, b_s], 0);
     assert!(
@@ -81,6 +89,14 @@ fn calls_are_cross_checked_compared_quoted_and_drawn() {
         "{diff}"
     );
     assert!(!diff.contains("makes no device calls"), "{diff}");
+    let diff_json = json_of(&["diff", a_s, b_s, "--format", "json"], 0);
+    let registered = diff_json["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["platform"] == "cuda" && r["api"] == "registered")
+        .unwrap_or_else(|| panic!("no cuda registered row in {diff_json}"));
+    assert_eq!(registered["calls"], serde_json::json!([1, 0]));
 
     let md = tmp.path().join("r.md");
     stdout_of(&["report", a_s, b_s, "-o", md.to_str().unwrap()], 0);

@@ -141,19 +141,19 @@ fn recorded_calls_read_back_per_kind_with_frees_resolved_and_failures_kept() {
     let c = open(&path).unwrap().calls.unwrap();
     assert_eq!(c.started, [7]);
     assert_eq!(c.dropped, 5);
-    let row = |api: &str| c.rows.iter().find(|r| r.api == api).unwrap();
-    let reg = row("registered");
+    let row = |api: Api| c.rows.iter().find(|r| r.api == api).unwrap();
+    let reg = row(Api::Registered);
     assert_eq!(
         (reg.calls, reg.peak_live, reg.live_at_end, reg.device),
         (2, 2 * gib, 0, None)
     );
-    let managed = row("managed");
+    let managed = row(Api::Managed);
     assert_eq!(
         (managed.calls, managed.peak_live, managed.live_at_end),
         (2, gib / 2, 0)
     );
-    assert_eq!(row("device").live_at_end, gib);
-    let vmm = row("vmm");
+    assert_eq!(row(Api::Device).live_at_end, gib);
+    let vmm = row(Api::Vmm);
     assert_eq!(
         vmm.failed,
         [("CUDA_ERROR_NOT_PERMITTED (800)".to_string(), 1)]
@@ -201,7 +201,7 @@ fn residency_counts_each_range_once_per_device_until_evicted_or_freed() {
         .unwrap();
     drop(rec);
     let c = open(&path).unwrap().calls.unwrap();
-    let peer = c.rows.iter().find(|r| r.api == "peer_residency").unwrap();
+    let peer = c.rows.iter().find(|r| r.api == Api::PeerResidency).unwrap();
     assert_eq!(peer.device, Some(1));
     assert_eq!((peer.calls, peer.peak_live, peer.live_at_end), (6, gib, 0));
     assert_eq!(c.skipped_peer_residency, 1);
