@@ -151,6 +151,19 @@ fn show_diff_and_a_job_of_two_recordings_fit_80_columns() {
 }
 
 #[test]
+fn show_of_a_traced_recording_fits_80_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = traced_recording(tmp.path(), "traced.ledger", true);
+    let show = stdout_of(&["show", path(&ledger)], 0);
+    assert!(show.contains("Counters against calls"), "{show}");
+    assert!(
+        show.contains("(cudaHostRegister)"),
+        "the registered pages are named: {show}"
+    );
+    assert_fits("show of a traced recording", &show);
+}
+
+#[test]
 fn a_verdict_line_opens_the_snapshot_and_show() {
     let seed = fixture("seed-2622");
     let text = stdout_of(&["--root", path(&seed)], 0);
