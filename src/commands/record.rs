@@ -115,8 +115,12 @@ pub fn run(g: &Globals, plan: RecordPlan) -> Result<ExitCode> {
             show::render_text(&output.display().to_string(), &summary)
         );
         if let Some(calls) = &summary.calls {
-            eprint!("{}", show_calls::render_calls(calls));
-            eprint!("{}", calls_compare::render_checks(&summary.call_checks));
+            let width = gpuledger::outputs::wrap::DEFAULT_WIDTH;
+            eprint!("{}", show_calls::render_calls(calls, width));
+            eprint!(
+                "{}",
+                calls_compare::render_checks(&summary.call_checks, width)
+            );
         }
     }
     Ok(match end.job {

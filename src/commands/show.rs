@@ -22,8 +22,9 @@ pub fn run(g: &Globals, plan: ShowPlan) -> Result<ExitCode> {
             } else {
                 let mut text = show::render_text_detail(name, &summary, g.paint, plan.verbose);
                 if let Some(c) = &summary.calls {
-                    text.push_str(&show_calls::render_calls(c));
-                    text.push_str(&calls_compare::render_checks(&summary.call_checks));
+                    let width = g.paint.width;
+                    text.push_str(&show_calls::render_calls(c, width));
+                    text.push_str(&calls_compare::render_checks(&summary.call_checks, width));
                 }
                 text
             };

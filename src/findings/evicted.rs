@@ -17,23 +17,20 @@ pub(super) fn over_reported(ledger: &Ledger) -> Vec<Finding> {
             let used = d.vram_used?;
             let sum: u64 = ledger.processes.iter().map(|p| p.resident(&d.id, crate::ledger::MemClass::Device)).sum();
             (sum as f64 > used as f64 * 1.05 + (16u64 << 20) as f64).then(|| Finding {
-                kind: Kind::OverReported,
-                severity: Severity::Warning,
-                message: format!(
-                    "per-process VRAM on {} sums to {} but the device reports {} in use: some buffers are counted under several processes or the per-process numbers are off; trust the device total; see --explain over_reported",
-                    d.id,
-                    human_bytes(sum),
-                    human_bytes(used)
-                ),
-                pid: None,
-                rank: None,
                 device: Some(d.id.clone()),
-                peer: None,
                 bytes: sum,
                 ratio: Some(sum as f64 / used.max(1) as f64),
-                backing: None,
                 source: Some("mem_info_vram_used".into()),
-                issue: None,
+                ..Finding::new(
+                    Kind::OverReported,
+                    Severity::Warning,
+                    format!(
+                        "per-process VRAM on {} sums to {} but the device reports {} in use: some buffers are counted under several processes or the per-process numbers are off; trust the device total; see --explain over_reported",
+                        d.id,
+                        human_bytes(sum),
+                        human_bytes(used)
+                    ),
+                )
             })
         })
         .collect()
@@ -59,22 +56,17 @@ pub(super) fn find(ledger: &Ledger) -> Vec<Finding> {
         .map(|((pid, device), bytes)| {
             let row = ledger.processes.iter().find(|p| p.pid == pid);
             let who = row.map(|r| r.label()).unwrap_or_else(|| format!("pid {pid}"));
+            let message = format!(
+                "{who} has {} of VRAM-preferred buffers evicted to host RAM on its own device {device}: VRAM is oversubscribed, not mirrored; reduce the working set; see --explain evicted_to_host",
+                human_bytes(bytes)
+            );
             Finding {
-                kind: Kind::EvictedToHost,
-                severity: Severity::Warning,
-                message: format!(
-                    "{who} has {} of VRAM-preferred buffers evicted to host RAM on its own device {device}: VRAM is oversubscribed, not mirrored; reduce the working set; see --explain evicted_to_host",
-                    human_bytes(bytes)
-                ),
                 pid: Some(pid),
                 rank: row.and_then(|r| r.rank),
                 device: Some(device.to_string()),
-                peer: None,
                 bytes,
-                ratio: None,
-                backing: None,
                 source: Some("amd-evicted-vram".into()),
-                issue: None,
+                ..Finding::new(Kind::EvictedToHost, Severity::Warning, message)
             }
         })
         .collect()

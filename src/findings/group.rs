@@ -149,18 +149,10 @@ mod tests {
 
     fn mirror(pid: u32, peer: &str, bytes: u64) -> Finding {
         Finding {
-            kind: Kind::PeerMirror,
-            severity: Severity::Critical,
-            message: String::new(),
             pid: Some(pid),
-            rank: None,
-            device: None,
             peer: Some(peer.into()),
             bytes,
-            ratio: None,
-            backing: None,
-            source: None,
-            issue: None,
+            ..Finding::new(Kind::PeerMirror, Severity::Critical, String::new())
         }
     }
 

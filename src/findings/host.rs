@@ -63,24 +63,17 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds, mirrored: bool) -> Op
     } else {
         "most of it is held by no process gpuledger sees (a driver's own pool, or processes that exited with memory still pinned)".to_string()
     };
+    let message = format!(
+        "{what}; {:.0} % of it ({}) is attributed to processes{}: {advice}; see --explain driver_held_host",
+        explained * 100.0,
+        human_bytes(attributed),
+        top_holders(ledger)
+    );
     Some(Finding {
-        kind: Kind::DriverHeldHost,
-        severity,
-        message: format!(
-            "{what}; {:.0} % of it ({}) is attributed to processes{}: {advice}; see --explain driver_held_host",
-            explained * 100.0,
-            human_bytes(attributed),
-            top_holders(ledger)
-        ),
-        pid: None,
-        rank: None,
-        device: None,
-        peer: None,
         bytes: held,
         ratio: Some(explained),
-        backing: None,
         source: Some(e.counter.as_str().to_string()),
-        issue: None,
+        ..Finding::new(Kind::DriverHeldHost, severity, message)
     })
 }
 
@@ -96,25 +89,18 @@ pub(super) fn pressure(ledger: &Ledger, t: &Thresholds) -> Option<Finding> {
     } else {
         Severity::Warning
     };
+    let message = format!(
+        "MemAvailable is {} of {} ({:.0} %) while GPU clients hold {} of host-class memory: the kernel will soon fail allocations; stop the job or run it under `gpuledger guard`; see --explain host_pressure",
+        human_bytes(avail),
+        human_bytes(total),
+        percent(avail, total),
+        human_bytes(gpu_host)
+    );
     Some(Finding {
-        kind: Kind::HostPressure,
-        severity,
-        message: format!(
-            "MemAvailable is {} of {} ({:.0} %) while GPU clients hold {} of host-class memory: the kernel will soon fail allocations; stop the job or run it under `gpuledger guard`; see --explain host_pressure",
-            human_bytes(avail),
-            human_bytes(total),
-            percent(avail, total),
-            human_bytes(gpu_host)
-        ),
-        pid: None,
-        rank: None,
-        device: None,
-        peer: None,
         bytes: avail,
         ratio: Some(avail as f64 / total.max(1) as f64),
-        backing: None,
         source: Some("MemAvailable".into()),
-        issue: None,
+        ..Finding::new(Kind::HostPressure, severity, message)
     })
 }
 

@@ -246,23 +246,23 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     let verdict = verdict(backing, evidence.as_ref(), covered.unwrap_or(0), mirrored);
     cands
         .into_iter()
-        .map(|c| Finding {
-            kind: Kind::PeerMirror,
-            severity: backing.severity(),
-            message: format!(
+        .map(|c| {
+            let message = format!(
                 "{} {}; {verdict}: this is the peer-mirror pattern; see --explain peer_mirror",
                 who(c.row),
                 what(&c)
-            ),
-            pid: Some(c.row.pid),
-            rank: c.row.rank,
-            device: Some(c.source.to_string()),
-            peer: Some(c.mirror.to_string()),
-            bytes: c.bytes,
-            ratio: Some(c.bytes as f64 / c.local as f64),
-            backing: Some(backing),
-            source: evidence.map(|e| e.counter.as_str().to_string()),
-            issue: None,
+            );
+            Finding {
+                pid: Some(c.row.pid),
+                rank: c.row.rank,
+                device: Some(c.source.to_string()),
+                peer: Some(c.mirror.to_string()),
+                bytes: c.bytes,
+                ratio: Some(c.bytes as f64 / c.local as f64),
+                backing: Some(backing),
+                source: evidence.map(|e| e.counter.as_str().to_string()),
+                ..Finding::new(Kind::PeerMirror, backing.severity(), message)
+            }
         })
         .collect()
 }

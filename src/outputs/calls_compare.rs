@@ -1,7 +1,8 @@
 //! The traced calls compared: with the counters of the same run (`show`, `report`), and between
 //! two runs (`diff`). The library decided every verdict (`timeline::calls`); this only words it.
 
-use super::text_table::{render, Align};
+use super::text_table::{render, render_fit, Align};
+use super::wrap;
 use crate::timeline::calls::{Agreement, CallCheck, CallDiffRow, CheckClass};
 use crate::units::human_bytes;
 
@@ -37,8 +38,9 @@ pub fn agreement_text(c: &CallCheck) -> String {
     text
 }
 
-/// "Counters against calls": one line per traced process and class.
-pub fn render_checks(checks: &[CallCheck]) -> String {
+/// "Counters against calls": one row per traced process and class, fitted to `width` columns
+/// (the verdicts wrap).
+pub fn render_checks(checks: &[CallCheck], width: usize) -> String {
     if checks.is_empty() {
         return String::new();
     }
@@ -47,7 +49,7 @@ pub fn render_checks(checks: &[CallCheck]) -> String {
         ("MEMORY", Align::Left),
         ("COUNTER PEAK", Align::Right),
         ("CALLS PEAK", Align::Right),
-        ("", Align::Left),
+        ("", Align::Wrap),
     ];
     let rows: Vec<Vec<String>> = checks
         .iter()
@@ -61,9 +63,11 @@ pub fn render_checks(checks: &[CallCheck]) -> String {
             ]
         })
         .collect();
+    let head = "Counters against calls (peaks; the margins are in docs/REFERENCE.md)";
     format!(
-        "\nCounters against calls (peaks; the margins are in docs/REFERENCE.md)\n{}",
-        render("  ", &headers, &rows)
+        "\n{}{}",
+        wrap::paragraph("", head, width),
+        render_fit("  ", &headers, &rows, width)
     )
 }
 
@@ -86,7 +90,7 @@ pub fn render_call_diff(rows: &[CallDiffRow]) -> String {
         .map(|r| {
             let side = |i: usize, v: String| if r.traced[i] { v } else { "not traced".into() };
             vec![
-                format!("{} {}", r.platform, r.api),
+                format!("{} {}", r.platform.name(), r.api.name()),
                 side(0, r.calls[0].to_string()),
                 side(1, r.calls[1].to_string()),
                 side(0, human_bytes(r.peak_live[0])),
@@ -105,7 +109,7 @@ pub fn render_call_diff(rows: &[CallDiffRow]) -> String {
         };
         out.push_str(&format!(
             "{none} makes no {} calls where {some} makes {} ({} live at peak)\n",
-            r.api,
+            r.api.name(),
             r.calls[i],
             human_bytes(r.peak_live[i])
         ));
@@ -116,6 +120,7 @@ pub fn render_call_diff(rows: &[CallDiffRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuledger_trace_wire::{Api, Platform};
 
     fn check(class: CheckClass, counter: u64, traced: u64, agreement: Agreement) -> CallCheck {
         CallCheck {
@@ -136,7 +141,7 @@ mod tests {
             0,
             Agreement::CounterLarger(9 << 30),
         );
-        let s = render_checks(&[h]);
+        let s = render_checks(&[h], usize::MAX);
         assert!(
             s.contains("counter larger by 9.0 GiB: the driver holds more"),
             "{s}"
@@ -144,14 +149,35 @@ mod tests {
         let mut r = check(CheckClass::Host, 0, 0, Agreement::Within);
         r.registered_peak = 2 << 30;
         assert!(agreement_text(&r).contains("2.0 GiB of the calls registered pages in place"));
-        assert_eq!(render_checks(&[]), "");
+        assert_eq!(render_checks(&[], wrap::DEFAULT_WIDTH), "");
+    }
+
+    #[test]
+    fn verdicts_wrap_to_the_width() {
+        let mut r = check(
+            CheckClass::Host,
+            0,
+            3 << 30,
+            Agreement::CallsLarger(3 << 30),
+        );
+        r.registered_peak = 2 << 30;
+        let narrow = render_checks(std::slice::from_ref(&r), wrap::DEFAULT_WIDTH);
+        assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+        let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words(&narrow).contains(&agreement_text(&r)), "{narrow}");
+        let wide = render_checks(&[r], 300);
+        assert_eq!(
+            wide.lines().count(),
+            4,
+            "blank, heading, header, one row: {wide}"
+        );
     }
 
     #[test]
     fn names_the_kind_only_one_run_makes() {
         let row = CallDiffRow {
-            platform: "level_zero",
-            api: "residency",
+            platform: Platform::LevelZero,
+            api: Api::Residency,
             calls: [12, 0],
             peak_live: [9 << 30, 0],
             failed: [0, 0],

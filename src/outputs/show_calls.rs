@@ -6,12 +6,13 @@ use super::wrap;
 use crate::recording::CallTable;
 use crate::units::human_bytes;
 
-/// The "by call" section of a traced recording, in 80 columns; a line saying why when tracing was off;
-/// nothing when no process of the job loaded the tracer (a job that never used CUDA).
-pub fn render_calls(t: &CallTable) -> String {
+/// The "by call" section of a traced recording, fitted to `width` columns; a line saying why
+/// when tracing was off; nothing when no process of the job loaded the tracer (a job that never
+/// used CUDA).
+pub fn render_calls(t: &CallTable, width: usize) -> String {
     if let Some(why) = t.state.strip_prefix("off: ") {
         let line = format!("By call: not traced ({why})");
-        return format!("\n{}", wrap::paragraph("", &line, wrap::DEFAULT_WIDTH));
+        return format!("\n{}", wrap::paragraph("", &line, width));
     }
     let ze_off = t
         .level_zero
@@ -19,7 +20,10 @@ pub fn render_calls(t: &CallTable) -> String {
         .and_then(crate::recording::trace_ze::off_worth_saying);
     if t.started.is_empty() && t.off.is_empty() && t.rows.is_empty() {
         return match ze_off {
-            Some(why) => format!("\nBy call: Level Zero not traced ({why})\n"),
+            Some(why) => {
+                let line = format!("By call: Level Zero not traced ({why})");
+                format!("\n{}", wrap::paragraph("", &line, width))
+            }
             None => String::new(),
         };
     }
@@ -35,20 +39,22 @@ pub fn render_calls(t: &CallTable) -> String {
         ));
     }
     head.push(')');
-    let mut out = format!("\n{}", wrap::paragraph("", &head, wrap::DEFAULT_WIDTH));
+    let mut out = format!("\n{}", wrap::paragraph("", &head, width));
     if let Some(why) = ze_off {
-        out.push_str(&format!("  Level Zero not traced: {why}\n"));
+        let line = format!("Level Zero not traced: {why}");
+        out.push_str(&wrap::paragraph("  ", &line, width));
     }
     if t.skipped_peer_residency > 0 {
-        out.push_str(&format!(
-            "  {} peer residency call{} answered by gpuledger's interposer without reaching the driver (skip-peer-residency)\n",
+        let line = format!(
+            "{} peer residency call{} answered by gpuledger's interposer without reaching the driver (skip-peer-residency)",
             t.skipped_peer_residency,
             if t.skipped_peer_residency == 1 { "" } else { "s" }
-        ));
+        );
+        out.push_str(&wrap::paragraph("  ", &line, width));
     }
     for (pid, why) in &t.off {
         let line = format!("pid {pid}: tracing off: {why}");
-        out.push_str(&wrap::paragraph("  ", &line, wrap::DEFAULT_WIDTH));
+        out.push_str(&wrap::paragraph("  ", &line, width));
     }
     if t.rows.is_empty() {
         out.push_str("  no memory calls traced\n");
@@ -71,7 +77,7 @@ pub fn render_calls(t: &CallTable) -> String {
             let failed: Vec<String> = r.failed.iter().map(|(e, n)| format!("{n} × {e}")).collect();
             vec![
                 r.pid.to_string(),
-                r.api.to_string(),
+                r.api.name().to_string(),
                 r.device.map_or("host".into(), |d| d.to_string()),
                 r.calls.to_string(),
                 human_bytes(r.peak_live),
@@ -85,7 +91,7 @@ pub fn render_calls(t: &CallTable) -> String {
             ]
         })
         .collect();
-    out.push_str(&render_fit("  ", &headers, &rows, wrap::DEFAULT_WIDTH));
+    out.push_str(&render_fit("  ", &headers, &rows, width));
     out
 }
 
@@ -93,11 +99,12 @@ pub fn render_calls(t: &CallTable) -> String {
 mod tests {
     use super::*;
     use crate::recording::CallRow;
+    use gpuledger_trace_wire::{Api, Platform};
 
-    fn row(api: &'static str, device: Option<u32>, failed: Vec<(String, u64)>) -> CallRow {
+    fn row(api: Api, device: Option<u32>, failed: Vec<(String, u64)>) -> CallRow {
         CallRow {
             pid: 42,
-            platform: "cuda",
+            platform: Platform::Cuda,
             api,
             device,
             calls: 3,
@@ -114,9 +121,9 @@ mod tests {
         let t = CallTable {
             state: "on: /x/libgpuledger_tracer.so".into(),
             rows: vec![
-                row("registered", None, vec![]),
+                row(Api::Registered, None, vec![]),
                 row(
-                    "vmm",
+                    Api::Vmm,
                     Some(0),
                     vec![("CUDA_ERROR_NOT_PERMITTED (800)".into(), 1)],
                 ),
@@ -124,7 +131,7 @@ mod tests {
             started: vec![42],
             ..Default::default()
         };
-        let s = render_calls(&t);
+        let s = render_calls(&t, wrap::DEFAULT_WIDTH);
         assert!(s.contains("1 process traced"), "{s}");
         let reg = s.lines().find(|l| l.contains("registered")).unwrap();
         assert!(reg.contains("host") && reg.contains("2.0 GiB"), "{reg}");
@@ -140,26 +147,33 @@ mod tests {
             state: "off: --no-trace".into(),
             ..Default::default()
         };
-        assert_eq!(render_calls(&off), "\nBy call: not traced (--no-trace)\n");
+        assert_eq!(
+            render_calls(&off, wrap::DEFAULT_WIDTH),
+            "\nBy call: not traced (--no-trace)\n"
+        );
         let dropped = CallTable {
             state: "on: lib".into(),
             started: vec![1],
             dropped: 7,
             ..Default::default()
         };
-        assert!(render_calls(&dropped).contains("7 events dropped"));
+        assert!(render_calls(&dropped, wrap::DEFAULT_WIDTH).contains("7 events dropped"));
         let skipped = CallTable {
             state: "on: lib".into(),
             started: vec![1],
             skipped_peer_residency: 2,
             ..Default::default()
         };
-        assert!(render_calls(&skipped)
-            .contains("2 peer residency calls answered by gpuledger's interposer"));
+        let s = render_calls(&skipped, wrap::DEFAULT_WIDTH);
+        assert!(
+            s.contains("2 peer residency calls answered by gpuledger's interposer"),
+            "{s}"
+        );
+        assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
         let no_cuda = CallTable {
             state: "on: lib".into(),
             ..Default::default()
         };
-        assert_eq!(render_calls(&no_cuda), "");
+        assert_eq!(render_calls(&no_cuda, wrap::DEFAULT_WIDTH), "");
     }
 }

@@ -78,14 +78,14 @@ pub mod trace_ze;
 mod write;
 mod write_output;
 
-pub use names::{name_of, UnknownValue};
+pub use names::{name_of, serialize_api, serialize_platform, UnknownValue};
 pub use read::{open, Recording};
 pub use read_columns::PlotColumns;
 pub use read_host::{HostColumn, HostSummary};
 pub use read_output::{JobEvidence, RateSeries};
 pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
 pub use recorded::{RecordedFinding, RecordedProcess};
-pub use trace_read::{calls, CallRow, CallTable};
+pub use trace_read::{CallRow, CallTable};
 pub use trace_write::Resolver;
 pub use write::{Recorder, RecordingMeta};
 

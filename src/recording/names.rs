@@ -3,8 +3,9 @@
 
 use crate::findings::{Backing, Kind, Severity};
 use crate::ledger::HeldCounter;
+use gpuledger_trace_wire::{Api, Op, Platform};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use thiserror::Error;
 
 /// A value in a recording that this build has no enum variant for.
@@ -55,10 +56,41 @@ pub(super) fn backing(value: &str) -> Result<Backing, UnknownValue> {
 
 /// A driver-held counter name.
 pub(super) fn counter(value: &str) -> Result<HeldCounter, UnknownValue> {
-    HeldCounter::parse(value).ok_or_else(|| UnknownValue {
-        column: "driver-held counter",
+    HeldCounter::parse(value).ok_or_else(|| unknown("driver-held counter", value))
+}
+
+/// A traced call's platform (`cuda`, `level_zero`).
+pub(super) fn platform(value: &str) -> Result<Platform, UnknownValue> {
+    Platform::from_name(value).ok_or_else(|| unknown("api_calls.platform", value))
+}
+
+/// A traced call's API kind (`device`, `host_pinned`, …).
+pub(super) fn api(value: &str) -> Result<Api, UnknownValue> {
+    Api::from_name(value).ok_or_else(|| unknown("api_calls.api", value))
+}
+
+/// What a traced call did (`alloc`, `free`, …).
+pub(super) fn op(value: &str) -> Result<Op, UnknownValue> {
+    Op::from_name(value).ok_or_else(|| unknown("api_calls.op", value))
+}
+
+fn unknown(column: &'static str, value: &str) -> UnknownValue {
+    UnknownValue {
+        column,
         value: value.to_owned(),
-    })
+    }
+}
+
+/// Serializes a platform by its recording name (`serialize_with`: JSON spells it as the
+/// recording does).
+pub fn serialize_platform<S: Serializer>(p: &Platform, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.name())
+}
+
+/// Serializes an API kind by its recording name (`serialize_with`: JSON spells it as the
+/// recording does).
+pub fn serialize_api<S: Serializer>(a: &Api, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(a.name())
 }
 
 /// rusqlite's error for a value that does not convert, carrying the [`UnknownValue`].
@@ -87,5 +119,34 @@ mod tests {
         assert_eq!(kind("unknown"), Kind::Unknown);
         assert!(severity("Critical").is_err());
         assert!(counter("GPUReclaim").is_err());
+        assert_eq!(platform("level_zero").unwrap(), Platform::LevelZero);
+        assert_eq!(api("host_pinned").unwrap(), Api::HostPinned);
+        assert_eq!(op("free").unwrap(), Op::Free);
+        let e = api("hostPinned").unwrap_err();
+        assert!(
+            e.to_string().contains("api_calls.api \"hostPinned\""),
+            "{e}"
+        );
+        assert!(platform("opencl").is_err());
+    }
+
+    #[derive(Serialize)]
+    struct Call {
+        #[serde(serialize_with = "serialize_platform")]
+        platform: Platform,
+        #[serde(serialize_with = "serialize_api")]
+        api: Api,
+    }
+
+    #[test]
+    fn calls_serialize_by_their_recording_names() {
+        let c = Call {
+            platform: Platform::LevelZero,
+            api: Api::PeerResidency,
+        };
+        assert_eq!(
+            serde_json::to_value(c).unwrap(),
+            serde_json::json!({"platform": "level_zero", "api": "peer_residency"})
+        );
     }
 }

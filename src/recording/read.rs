@@ -135,9 +135,9 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         return Err(not(format!("schema version {version} is unknown")));
     }
     layout.version = version;
-    let mut rec = read_all(conn, meta, layout).map_err(|source| read_error(p, source))?;
+    let mut rec = read_all(conn, meta, layout).map_err(|source| read_error(p.clone(), source))?;
     rec.not_closed = opened.not_closed;
-    rec.calls = super::trace_read::calls(path)?;
+    rec.calls = super::trace_read::calls(conn, &rec.meta, &p)?;
     Ok(rec)
 }
 

@@ -21,18 +21,13 @@ fn ledger(t: u64, unaccounted: u64, pinned_shmem: u64) -> Ledger {
 
 fn mirror(bytes: u64, backing: Backing, severity: Severity) -> Finding {
     Finding {
-        kind: Kind::PeerMirror,
-        severity,
-        message: format!("{bytes} {backing:?}"),
         pid: Some(7),
         rank: Some(0),
         device: Some("0000:03:00.0".into()),
         peer: Some("0000:04:00.0".into()),
         bytes,
-        ratio: None,
         backing: Some(backing),
-        source: None,
-        issue: None,
+        ..Finding::new(Kind::PeerMirror, severity, format!("{bytes} {backing:?}"))
     }
 }
 

@@ -4,12 +4,11 @@
 //! resident, evicted) and opened IPC ranges count as live bytes of their kind on the target
 //! device, like allocations.
 
-use super::names::UnknownValue;
+use super::names::{self, UnknownValue};
 use super::RecordingError;
 use gpuledger_trace_wire::{Api, OffReason, Op, Platform, SKIPPED};
-use rusqlite::OptionalExtension;
+use rusqlite::Connection;
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 /// Live-bytes points kept per row.
 pub const LIVE_POINTS: usize = 2000;
@@ -19,10 +18,12 @@ pub const LIVE_POINTS: usize = 2000;
 pub struct CallRow {
     /// Process.
     pub pid: u32,
-    /// `cuda` or `level_zero`.
-    pub platform: &'static str,
-    /// API kind (`device`, `host_pinned`, `registered`, `managed`, `pooled`, `vmm`, …).
-    pub api: &'static str,
+    /// CUDA or Level Zero (JSON: its recording name, `cuda` or `level_zero`).
+    #[serde(serialize_with = "super::serialize_platform")]
+    pub platform: Platform,
+    /// API kind (JSON: `device`, `host_pinned`, `registered`, `managed`, `pooled`, `vmm`, …).
+    #[serde(serialize_with = "super::serialize_api")]
+    pub api: Api,
     /// Device ordinal; `None` for host memory.
     pub device: Option<u32>,
     /// Calls of any op (allocations, frees, maps, …).
@@ -143,8 +144,8 @@ impl Folder {
             .entry((pid, platform, api, device))
             .or_insert_with(|| CallRow {
                 pid,
-                platform: platform.name(),
-                api: api.name(),
+                platform,
+                api,
                 device,
                 calls: 0,
                 peak_live: 0,
@@ -208,45 +209,31 @@ impl Folder {
     }
 }
 
-/// The traced calls of the recording at `path`; `None` when it has none (not traced, or
-/// written before schema version 5).
-pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
-    let p = path.display().to_string();
+/// The traced calls of a recording, read over its open connection `conn` (its `meta` already
+/// read; `path` names it in errors); `None` when it has none (not traced, or written before
+/// schema version 5).
+pub(super) fn calls(
+    conn: &Connection,
+    meta: &BTreeMap<String, String>,
+    path: &str,
+) -> Result<Option<CallTable>, RecordingError> {
     let sql = |source| RecordingError::Sqlite {
-        path: p.clone(),
+        path: path.to_string(),
         source,
     };
-    // The one way a recording is opened: immutable, never writing beside it, crafted schemas
-    // refused (read_open, read_check).
-    let not = |why: String| RecordingError::NotARecording {
-        path: p.clone(),
-        why,
+    let unknown = |source: UnknownValue| RecordingError::UnknownValue {
+        path: path.to_string(),
+        source,
     };
-    let opened = super::read_open::open(path).map_err(not)?;
-    let conn = &opened.conn;
-    super::read_check::check(conn).map_err(not)?;
-    let unknown = |column: &'static str, value: &str| RecordingError::UnknownValue {
-        path: p.clone(),
-        source: UnknownValue {
-            column,
-            value: value.to_string(),
-        },
-    };
-    let meta = |k: &str| -> rusqlite::Result<Option<String>> {
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
-            .optional()
-    };
-    let Some(state) = meta("trace").map_err(sql)? else {
+    let Some(state) = meta.get("trace").cloned() else {
         return Ok(None);
     };
-    let num = |k: &str| -> rusqlite::Result<u64> {
-        Ok(meta(k)?.and_then(|v| v.parse().ok()).unwrap_or(0))
-    };
+    let num = |k: &str| meta.get(k).and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut table = CallTable {
         state,
-        dropped: num("trace_dropped").map_err(sql)?,
-        not_stored: num("trace_not_stored").map_err(sql)?,
-        level_zero: meta("trace_level_zero").map_err(sql)?,
+        dropped: num("trace_dropped"),
+        not_stored: num("trace_not_stored"),
+        level_zero: meta.get("trace_level_zero").cloned(),
         ..Default::default()
     };
     let mut folder = Folder::default();
@@ -261,10 +248,9 @@ pub fn calls(path: &Path) -> Result<Option<CallTable>, RecordingError> {
             text(3).map_err(sql)?,
             text(4).map_err(sql)?,
         );
-        let platform =
-            Platform::from_name(&pf).ok_or_else(|| unknown("api_calls.platform", &pf))?;
-        let api = Api::from_name(&a).ok_or_else(|| unknown("api_calls.api", &a))?;
-        let op = Op::from_name(&o).ok_or_else(|| unknown("api_calls.op", &o))?;
+        let platform = names::platform(&pf).map_err(unknown)?;
+        let api = names::api(&a).map_err(unknown)?;
+        let op = names::op(&o).map_err(unknown)?;
         let pid: u32 = r.get(1).map_err(sql)?;
         let result: i32 = r.get(7).map_err(sql)?;
         match op {

@@ -30,8 +30,8 @@ pub(super) fn section(s: &RunSummary) -> String {
             t,
             "| {} | {} {} | {} | {} | {} | {} | {} |",
             r.pid,
-            r.platform,
-            r.api,
+            r.platform.name(),
+            r.api.name(),
             r.device.map_or("host".into(), |d| d.to_string()),
             r.calls,
             human_bytes(r.peak_live),
@@ -75,8 +75,8 @@ pub(super) fn diff_lines(d: &diff::Diff) -> String {
         let _ = writeln!(
             t,
             "\n{none} makes no {} {} calls where {some} makes {} ({} live at peak).",
-            r.platform,
-            r.api,
+            r.platform.name(),
+            r.api.name(),
             r.calls[i],
             human_bytes(r.peak_live[i])
         );

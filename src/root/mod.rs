@@ -220,7 +220,7 @@ impl Root {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        Ok(DirHandle { fd })
+        Ok(DirHandle { fd, path })
     }
 }
 
@@ -228,21 +228,13 @@ impl Root {
 #[derive(Debug)]
 pub struct DirHandle {
     fd: OwnedFd,
+    path: PathBuf,
 }
 
 impl DirHandle {
     /// Entry names, without `.` and `..`.
     pub fn names(&self) -> io::Result<Vec<OsString>> {
-        let mut dir = rustix::fs::Dir::read_from(&self.fd)?;
-        let mut out = Vec::new();
-        while let Some(entry) = dir.read() {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name != b"." && name != b".." {
-                out.push(OsStr::from_bytes(name).to_os_string());
-            }
-        }
-        Ok(out)
+        list_capped(&self.fd, &self.path, usize::MAX)
     }
 
     /// The text of the symlink `name` in this directory.
@@ -278,13 +270,25 @@ fn read_regular(path: &Path, cap: u64, nofollow: bool) -> io::Result<Vec<u8>> {
         flags |= OFlags::NOFOLLOW;
     }
     let fd = rustix::fs::open(path, flags, Mode::empty())?;
-    let st = rustix::fs::fstat(&fd)?;
+    read_capped(fd, path, cap)
+}
+
+/// The length of an open regular file; anything else is an error.
+fn regular_len(fd: &OwnedFd, path: &Path) -> io::Result<u64> {
+    let st = rustix::fs::fstat(fd)?;
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", path.display()),
         ));
     }
+    Ok(u64::try_from(st.st_size).unwrap_or(0))
+}
+
+/// Reads the open file `fd` (named `path` in errors) whole: only a regular file, at most `cap`
+/// bytes (longer is an error, never silently truncated).
+fn read_capped(fd: OwnedFd, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    regular_len(&fd, path)?;
     let mut buf = Vec::new();
     std::fs::File::from(fd)
         .take(cap + 1)
@@ -296,6 +300,28 @@ fn read_regular(path: &Path, cap: u64, nofollow: bool) -> io::Result<Vec<u8>> {
         ));
     }
     Ok(buf)
+}
+
+/// The names in the open directory `fd` (named `path` in errors), without `.` and `..`; more
+/// than `max` is an error.
+fn list_capped(fd: &OwnedFd, path: &Path, max: usize) -> io::Result<Vec<OsString>> {
+    let mut dir = rustix::fs::Dir::read_from(fd)?;
+    let mut out = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if out.len() == max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} has more than {max} entries", path.display()),
+            ));
+        }
+        out.push(OsStr::from_bytes(name).to_os_string());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

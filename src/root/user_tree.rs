@@ -18,12 +18,11 @@
 //!
 //! ref: openat2(2) (`RESOLVE_*`), open(2) (`O_NONBLOCK` on FIFOs: the open returns at once).
 
-use super::Root;
+use super::{list_capped, read_capped, regular_len, Root};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -122,7 +121,7 @@ impl UserTree {
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
                 BELOW,
             )?;
-            list_capped(dir, &name, max)
+            list_capped(&dir, &name, max)
         })
     }
 }
@@ -200,18 +199,6 @@ fn open_walking(start: BorrowedFd<'_>, path: &Path, flags: OFlags) -> io::Result
     )?)
 }
 
-/// The length of an open regular file; anything else is an error.
-fn regular_len(fd: &OwnedFd, path: &Path) -> io::Result<u64> {
-    let st = rustix::fs::fstat(fd)?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    Ok(u64::try_from(st.st_size).unwrap_or(0))
-}
-
 /// Runs `op` on a helper thread and waits for it until `deadline`; once the deadline has passed
 /// nothing more is started.
 fn within<T: Send + 'static>(
@@ -236,41 +223,6 @@ fn within<T: Send + 'static>(
             let _ = tx.send(op());
         })?;
     rx.recv_timeout(left).unwrap_or_else(|_| Err(timed_out()))
-}
-
-fn read_capped(fd: OwnedFd, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    regular_len(&fd, path)?;
-    let mut buf = Vec::new();
-    std::fs::File::from(fd)
-        .take(cap + 1)
-        .read_to_end(&mut buf)?;
-    if buf.len() as u64 > cap {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{} is larger than {cap} bytes", path.display()),
-        ));
-    }
-    Ok(buf)
-}
-
-fn list_capped(fd: OwnedFd, path: &Path, max: usize) -> io::Result<Vec<OsString>> {
-    let mut dir = rustix::fs::Dir::read_from(&fd)?;
-    let mut out = Vec::new();
-    while let Some(entry) = dir.read() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
-        if out.len() == max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{} has more than {max} entries", path.display()),
-            ));
-        }
-        out.push(OsStr::from_bytes(name).to_os_string());
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -282,18 +282,13 @@ mod tests {
     fn mirror(backing: Backing, severity: Severity) -> RecordedFinding {
         RecordedFinding {
             peak: Finding {
-                kind: Kind::PeerMirror,
-                severity,
-                message: "m".into(),
                 pid: Some(10),
                 rank: Some(0),
                 device: Some("0000:03:00.0".into()),
                 peer: Some("0000:04:00.0".into()),
                 bytes: 18 << 30,
-                ratio: None,
                 backing: Some(backing),
-                source: None,
-                issue: None,
+                ..Finding::new(Kind::PeerMirror, severity, "m".into())
             },
             worst_severity: severity,
             first: 1,

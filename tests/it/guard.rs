@@ -9,13 +9,21 @@ fn seed() -> String {
     fixture("seed-2622").to_str().unwrap().to_string()
 }
 
+/// `gpuledger --root SEED guard ARGS…`, run to its end.
+fn guard_on_seed(args: &[&str]) -> std::process::Output {
+    let seed = seed();
+    let mut all = vec!["--root", seed.as_str(), "guard"];
+    all.extend(args);
+    run(&all)
+}
+
+/// `setpriv` flags that run a program as user nobody, without groups.
+const AS_NOBODY: [&str; 3] = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+
 #[test]
 fn stops_the_job_when_memory_is_below_the_floor() {
     let start = Instant::now();
-    let out = run(&[
-        "--root",
-        &seed(),
-        "guard",
+    let out = guard_on_seed(&[
         "--min-available",
         "50%",
         "--interval",
@@ -50,10 +58,7 @@ fn stops_the_job_when_memory_is_below_the_floor() {
 
 #[test]
 fn driver_held_ceiling_and_json_events() {
-    let out = run(&[
-        "--root",
-        &seed(),
-        "guard",
+    let out = guard_on_seed(&[
         "--max-driver-held",
         "10GiB",
         "--min-available",
@@ -82,10 +87,7 @@ fn driver_held_ceiling_and_json_events() {
 
 #[test]
 fn action_none_only_warns_and_passes_the_exit_status() {
-    let out = run(&[
-        "--root",
-        &seed(),
-        "guard",
+    let out = guard_on_seed(&[
         "--min-available",
         "50%",
         "--action",
@@ -108,17 +110,7 @@ fn action_none_only_warns_and_passes_the_exit_status() {
         1,
         "one warning per crossing: {err}"
     );
-    let out = run(&[
-        "--root",
-        &seed(),
-        "guard",
-        "--min-available",
-        "1%",
-        "--",
-        "sh",
-        "-c",
-        "exit 6",
-    ]);
+    let out = guard_on_seed(&["--min-available", "1%", "--", "sh", "-c", "exit 6"]);
     assert_eq!(out.status.code(), Some(6));
 }
 
@@ -179,10 +171,7 @@ fn sigkill_after_grace_when_sigterm_is_ignored() {
 fn pid_mode_signals_only_the_guarded_pid() {
     let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
     let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
-    let out = run(&[
-        "--root",
-        &seed(),
-        "guard",
+    let out = guard_on_seed(&[
         "--min-available",
         "50%",
         "--interval",
@@ -205,10 +194,7 @@ fn pid_mode_signals_only_the_guarded_pid() {
     let mut short = Command::new("sleep").arg("0.3").spawn().unwrap();
     let pid = short.id().to_string();
     let waiter = std::thread::spawn(move || short.wait().unwrap());
-    let out = run(&[
-        "--root",
-        &seed(),
-        "guard",
+    let out = guard_on_seed(&[
         "--min-available",
         "1%",
         "--interval",
@@ -256,29 +242,37 @@ fn acts_when_a_live_simulation_crosses_the_floor() {
     drop(sim);
 }
 
+/// The cgroup v2 directory this test process is in (guard, its child, makes the job's cgroup
+/// below it, so a directory beside the job's is one below this), or why there is none.
+fn own_cgroup() -> Result<std::path::PathBuf, String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let (mount_root, mount_point) = mountinfo
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let f: Vec<&str> = left.split_whitespace().collect();
+            right
+                .starts_with("cgroup2 ")
+                .then(|| (f[3].to_string(), f[4].to_string()))
+        })
+        .ok_or("no cgroup2 mount")?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let below = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .and_then(|p| p.strip_prefix(mount_root.trim_end_matches('/')))
+        .ok_or_else(|| format!("no cgroup v2 path of our own in {own:?}"))?;
+    Ok(std::path::Path::new(&mount_point).join(below.trim_start_matches('/')))
+}
+
 /// Why a cgroup v2 of a job's own cannot be made here, or None when it can (probed the way guard
 /// makes one: a child directory of this process's own cgroup that a process can be moved into).
 fn cgroup_unwritable() -> Option<String> {
     static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let Some((mount_root, mount_point)) = mountinfo.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        let f: Vec<&str> = left.split_whitespace().collect();
-        right
-            .starts_with("cgroup2 ")
-            .then(|| (f[3].to_string(), f[4].to_string()))
-    }) else {
-        return Some("no cgroup2 mount".into());
+    let parent = match own_cgroup() {
+        Ok(dir) => dir,
+        Err(why) => return Some(why),
     };
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let Some(below) = own
-        .lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .and_then(|p| p.strip_prefix(mount_root.trim_end_matches('/')))
-    else {
-        return Some(format!("no cgroup v2 path of our own in {own:?}"));
-    };
-    let parent = std::path::Path::new(&mount_point).join(below.trim_start_matches('/'));
     let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let probe = parent.join(format!("gpuledger-test-probe-{}-{n}", std::process::id()));
     if let Err(e) = std::fs::create_dir(&probe) {
@@ -302,6 +296,14 @@ fn gone(pid: u32) -> bool {
         Ok(stat) => stat
             .rsplit_once(") ")
             .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
+/// Waits up to `limit` for every pid in `pids` to be [`gone`].
+fn all_gone_within(pids: &[u32], limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !pids.iter().all(|&p| gone(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -393,10 +395,7 @@ fn stopping_the_job_reaches_descendants_that_left_its_session() {
         err.contains("the job outlived --grace 2s; killed its cgroup"),
         "the descendant that ignores SIGTERM is killed after --grace: {err}"
     );
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !pids.iter().all(|&p| gone(p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    all_gone_within(&pids, Duration::from_secs(2));
     for &pid in &pids {
         assert!(gone(pid), "descendant {pid} survived guard: {err}");
     }
@@ -458,7 +457,7 @@ fn without_a_writable_cgroup_guard_warns_once_and_uses_the_process_group() {
     let user = |program: &str| {
         let mut c = Command::new(if as_nobody { "setpriv" } else { program });
         if as_nobody {
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+            c.args(AS_NOBODY).arg(program);
         }
         c
     };
@@ -587,29 +586,6 @@ fn job_host_gpu_ceiling_trips_within_two_intervals() {
     assert!(stopped < 2 * interval, "job stopped after {stopped:?}");
 }
 
-/// The cgroup v2 directory this test process is in (guard, its child, makes the job's cgroup
-/// below it, so a directory beside the job's is one below this).
-fn own_cgroup_dir() -> std::path::PathBuf {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let (mount_root, mount_point) = mountinfo
-        .lines()
-        .find_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let f: Vec<&str> = left.split_whitespace().collect();
-            right
-                .starts_with("cgroup2 ")
-                .then(|| (f[3].to_string(), f[4].to_string()))
-        })
-        .unwrap();
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let below = own
-        .lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .and_then(|p| p.strip_prefix(mount_root.trim_end_matches('/')))
-        .unwrap();
-    std::path::Path::new(&mount_point).join(below.trim_start_matches('/'))
-}
-
 /// Removes a cgroup directory when dropped (once its processes are gone).
 struct CgroupDir(std::path::PathBuf);
 
@@ -632,7 +608,9 @@ fn a_job_that_moves_itself_out_of_its_cgroup_is_still_stopped_and_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
     set_available(&root, 60);
-    let sibling = own_cgroup_dir().join(format!("gpuledger-test-sibling-{}", std::process::id()));
+    let sibling = own_cgroup()
+        .unwrap()
+        .join(format!("gpuledger-test-sibling-{}", std::process::id()));
     std::fs::create_dir(&sibling).unwrap();
     let _sibling = CgroupDir(sibling.clone());
     let procs = sibling.join("cgroup.procs");
@@ -679,10 +657,7 @@ fn a_job_that_moves_itself_out_of_its_cgroup_is_still_stopped_and_reported() {
         );
     }
     assert!(!err.contains("still running as guard exits"), "{err}");
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !pids.iter().all(|&p| gone(p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    all_gone_within(&pids, Duration::from_secs(2));
     for &pid in &pids {
         assert!(
             gone(pid),
@@ -701,29 +676,17 @@ fn without_a_cgroup_a_group_member_that_ignores_sigterm_is_killed_after_the_grac
     }
     let gpuledger = env!("CARGO_BIN_EXE_gpuledger");
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        tmp.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
     let root = tmp.path().join("root");
     set_available(&root, 60);
-    for p in [tmp.path().to_path_buf(), root.clone(), root.join("proc")] {
-        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // User nobody writes its pid file in the temporary directory and reads the root's meminfo.
+    let mode = std::os::unix::fs::PermissionsExt::from_mode;
+    std::fs::set_permissions(tmp.path(), mode(0o777)).unwrap();
+    for p in [root.clone(), root.join("proc")] {
+        std::fs::set_permissions(&p, mode(0o755)).unwrap();
     }
-    std::fs::set_permissions(
-        tmp.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
     let reachable = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-        ])
+        .args(AS_NOBODY)
+        .args(["sh", "-c"])
         .arg("test -x \"$1\" && test -r \"$2\" && test -w \"$3\"")
         .args(["sh", gpuledger])
         .arg(root.join("proc/meminfo"))
@@ -740,12 +703,8 @@ fn without_a_cgroup_a_group_member_that_ignores_sigterm_is_killed_after_the_grac
         d = tmp.path().display()
     );
     let child = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            gpuledger,
-        ])
+        .args(AS_NOBODY)
+        .arg(gpuledger)
         .current_dir("/")
         .args(["--root", root.to_str().unwrap(), "guard"])
         .args([
@@ -768,10 +727,7 @@ fn without_a_cgroup_a_group_member_that_ignores_sigterm_is_killed_after_the_grac
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("process group only"), "{err}");
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !gone(pids[0]) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    all_gone_within(&pids, Duration::from_secs(2));
     assert!(
         gone(pids[0]),
         "the SIGTERM-ignoring group member survived: {err}"

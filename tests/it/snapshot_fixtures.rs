@@ -4,26 +4,9 @@ use crate::common;
 use common::*;
 use serde_json::Value;
 
-const FIXTURES: [&str; 12] = [
-    "seed-2605",
-    "seed-2622",
-    "seed-mainline",
-    "xe-two-tile",
-    "amdgpu",
-    "i915",
-    "panfrost",
-    "shared-client",
-    "k8s-slurm-dmem",
-    "rocm-kfd",
-    "xe-suspended",
-    "amdgpu-meminfo",
-];
-
 #[test]
 fn table_golden_for_every_fixture() {
-    for name in FIXTURES {
-        let root = fixture(name);
-        let out = stdout_of(&["--root", root.to_str().unwrap()], 0);
+    for (name, out) in fixture_snapshots(&[]) {
         assert_golden(&format!("{name}.txt"), &out);
     }
 }

@@ -8,60 +8,22 @@
 
 use crate::common;
 use common::*;
-use std::path::{Path, PathBuf};
-
-/// `register` = whether the job registers host memory.
-fn job(register: bool) -> String {
-    format!(
-        r#"
-import os, socket, struct, time
-path = os.environ["GPULEDGER_TRACE_SOCKET"]
-pid = os.getpid()
-def ev(api, op, dev, size, addr, result=0):
-    return struct.pack("<QIIBBBBiQQIi", time.time_ns(), pid, pid, api, op, 0, 0, dev, size, addr, 0, result)
-GIB = 1 << 30
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.sendto(ev(0, 9, -1, 0, 0) + ev(1, 0, 0, GIB, 0x100) + ev(2, 0, -1, GIB // 4, 0x5000), path)
-if {register}:
-    s.sendto(ev(3, 0, -1, 2 * GIB, 0x9000), path)
-time.sleep(0.4)
-"#,
-        register = if register { "True" } else { "False" }
-    )
-}
-
-fn record(dir: &Path, name: &str, register: bool) -> PathBuf {
-    let lib = dir.join("libgpuledger_tracer.so");
-    std::fs::write(&lib, "").unwrap();
-    let ledger = dir.join(name);
-    let out = bin()
-        .args(["record", "--interval", "50ms", "-o"])
-        .arg(&ledger)
-        .args(["--", "python3", "-c", &job(register)])
-        .env("GPULEDGER_TRACER", &lib)
-        .env_remove("CUDA_INJECTION64_PATH")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    ledger
-}
 
 #[test]
 fn calls_are_cross_checked_compared_quoted_and_drawn() {
     let tmp = tempfile::tempdir().unwrap();
-    let a = record(tmp.path(), "a.ledger", true);
-    let b = record(tmp.path(), "b.ledger", false);
+    let a = traced_recording(tmp.path(), "a.ledger", true);
+    let b = traced_recording(tmp.path(), "b.ledger", false);
     let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
 
     let show = stdout_of(&["show", a_s], 0);
     assert!(show.contains("Counters against calls"), "{show}");
-    let host = show
-        .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some("host") && l.contains("registered"))
+    // The verdicts wrap to 80 columns: read the section's words.
+    let checks = show.split("Counters against calls").nth(1).unwrap();
+    let words = checks.split_whitespace().collect::<Vec<_>>().join(" ");
+    let host = words
+        .split(" host ")
+        .nth(1)
         .unwrap_or_else(|| panic!("no host check in {show}"));
     assert!(host.contains("calls larger by 2.2 GiB"), "{host}");
     assert!(
@@ -74,6 +36,14 @@ fn calls_are_cross_checked_compared_quoted_and_drawn() {
     assert!(checks.iter().any(|c| c["class"] == "device"
         && c["agreement"]["agreement"] == "calls_larger"
         && c["traced_peak"] == 1u64 << 30));
+    let rows = json["calls"]["rows"].as_array().unwrap();
+    for api in ["device", "host_pinned", "registered"] {
+        assert!(
+            rows.iter()
+                .any(|r| r["platform"] == "cuda" && r["api"] == api),
+            "{api} in {rows:?}"
+        );
+    }
 
     let diff = stdout_of(&["diff", a_s, b_s], 0);
     assert!(
@@ -81,6 +51,14 @@ fn calls_are_cross_checked_compared_quoted_and_drawn() {
         "{diff}"
     );
     assert!(!diff.contains("makes no device calls"), "{diff}");
+    let diff_json = json_of(&["diff", a_s, b_s, "--format", "json"], 0);
+    let registered = diff_json["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["platform"] == "cuda" && r["api"] == "registered")
+        .unwrap_or_else(|| panic!("no cuda registered row in {diff_json}"));
+    assert_eq!(registered["calls"], serde_json::json!([1, 0]));
 
     let md = tmp.path().join("r.md");
     stdout_of(&["report", a_s, b_s, "-o", md.to_str().unwrap()], 0);

@@ -7,21 +7,6 @@ use crate::common;
 use common::*;
 use std::path::Path;
 
-const FIXTURES: [&str; 12] = [
-    "seed-2605",
-    "seed-2622",
-    "seed-mainline",
-    "xe-two-tile",
-    "amdgpu",
-    "i915",
-    "panfrost",
-    "shared-client",
-    "k8s-slurm-dmem",
-    "rocm-kfd",
-    "xe-suspended",
-    "amdgpu-meminfo",
-];
-
 fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 temp path")
 }
@@ -99,12 +84,10 @@ fn severities(text: &str, section: &str) -> Vec<u8> {
 
 #[test]
 fn snapshots_of_every_fixture_and_large_simulated_machines_fit_80_columns() {
-    for name in FIXTURES {
-        let root = fixture(name);
-        let text = stdout_of(&["--root", path(&root)], 0);
-        assert_fits(name, &text);
-        let each = stdout_of(&["--root", path(&root), "-v"], 0);
-        assert_fits(name, &each);
+    for flags in [&[][..], &["-v"][..]] {
+        for (name, text) in fixture_snapshots(flags) {
+            assert_fits(&format!("{name} {flags:?}"), &text);
+        }
     }
     let tmp = tempfile::tempdir().unwrap();
     for ranks in [8, 64] {
@@ -151,6 +134,19 @@ fn show_diff_and_a_job_of_two_recordings_fit_80_columns() {
 }
 
 #[test]
+fn show_of_a_traced_recording_fits_80_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = traced_recording(tmp.path(), "traced.ledger", true);
+    let show = stdout_of(&["show", path(&ledger)], 0);
+    assert!(show.contains("Counters against calls"), "{show}");
+    assert!(
+        show.contains("(cudaHostRegister)"),
+        "the registered pages are named: {show}"
+    );
+    assert_fits("show of a traced recording", &show);
+}
+
+#[test]
 fn a_verdict_line_opens_the_snapshot_and_show() {
     let seed = fixture("seed-2622");
     let text = stdout_of(&["--root", path(&seed)], 0);
@@ -185,8 +181,7 @@ fn findings_come_most_severe_first_in_snapshot_show_and_report() {
         "show".to_string(),
         severities(&show, "\nTimeline findings\n"),
     )];
-    for name in FIXTURES {
-        let text = stdout_of(&["--root", path(&fixture(name)), "-v"], 0);
+    for (name, text) in fixture_snapshots(&["-v"]) {
         views.push((name.to_string(), severities(&text, "\nFindings\n")));
     }
     for (what, order) in &views {

@@ -31,7 +31,7 @@ pub fn section(runs: &[Run]) -> Option<Section> {
         };
         for l in live_by_api(calls) {
             charts
-                .entry(format!("{} {}", l.platform, l.api))
+                .entry(format!("{} {}", l.platform.name(), l.api.name()))
                 .or_default()
                 .push(Line {
                     run: i,

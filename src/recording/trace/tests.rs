@@ -1,5 +1,5 @@
 use super::*;
-use crate::recording::{calls, Recorder, RecordingMeta, Resolver};
+use crate::recording::{open, Recorder, RecordingMeta, Resolver};
 use gpuledger_trace_wire::{Api, Op, Platform};
 
 fn argv(s: &[&str]) -> Vec<String> {
@@ -138,22 +138,22 @@ fn recorded_calls_read_back_per_kind_with_frees_resolved_and_failures_kept() {
     ];
     rec.add_calls(&mut second, 2, &mut resolver).unwrap();
     drop(rec);
-    let c = calls(&path).unwrap().unwrap();
+    let c = open(&path).unwrap().calls.unwrap();
     assert_eq!(c.started, [7]);
     assert_eq!(c.dropped, 5);
-    let row = |api: &str| c.rows.iter().find(|r| r.api == api).unwrap();
-    let reg = row("registered");
+    let row = |api: Api| c.rows.iter().find(|r| r.api == api).unwrap();
+    let reg = row(Api::Registered);
     assert_eq!(
         (reg.calls, reg.peak_live, reg.live_at_end, reg.device),
         (2, 2 * gib, 0, None)
     );
-    let managed = row("managed");
+    let managed = row(Api::Managed);
     assert_eq!(
         (managed.calls, managed.peak_live, managed.live_at_end),
         (2, gib / 2, 0)
     );
-    assert_eq!(row("device").live_at_end, gib);
-    let vmm = row("vmm");
+    assert_eq!(row(Api::Device).live_at_end, gib);
+    let vmm = row(Api::Vmm);
     assert_eq!(
         vmm.failed,
         [("CUDA_ERROR_NOT_PERMITTED (800)".to_string(), 1)]
@@ -166,7 +166,7 @@ fn a_recording_without_trace_has_no_calls() {
     let t = tempfile::tempdir().unwrap();
     let path = t.path().join("r.ledger");
     drop(Recorder::create(&path, &RecordingMeta::default()).unwrap());
-    assert_eq!(calls(&path).unwrap(), None);
+    assert_eq!(open(&path).unwrap().calls, None);
 }
 
 /// compute-runtime#953's calls read back: a range made resident on the peer twice counts once,
@@ -200,8 +200,8 @@ fn residency_counts_each_range_once_per_device_until_evicted_or_freed() {
     rec.add_calls(&mut events, 0, &mut Resolver::default())
         .unwrap();
     drop(rec);
-    let c = calls(&path).unwrap().unwrap();
-    let peer = c.rows.iter().find(|r| r.api == "peer_residency").unwrap();
+    let c = open(&path).unwrap().calls.unwrap();
+    let peer = c.rows.iter().find(|r| r.api == Api::PeerResidency).unwrap();
     assert_eq!(peer.device, Some(1));
     assert_eq!((peer.calls, peer.peak_live, peer.live_at_end), (6, gib, 0));
     assert_eq!(c.skipped_peer_residency, 1);

@@ -6,7 +6,7 @@
 
 use super::Peak;
 use crate::recording::CallTable;
-use gpuledger_trace_wire::Api;
+use gpuledger_trace_wire::{Api, Platform};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -103,13 +103,10 @@ pub fn cross_check(peaks: &[Peak], calls: &CallTable) -> Vec<CallCheck> {
     let mut traced: BTreeMap<(u32, CheckClass), u64> = BTreeMap::new();
     let mut registered: BTreeMap<u32, u64> = BTreeMap::new();
     for r in &calls.rows {
-        let Some(api) = Api::from_name(r.api) else {
-            continue;
-        };
-        if api == Api::Registered {
+        if r.api == Api::Registered {
             *registered.entry(r.pid).or_default() += r.peak_live;
         }
-        if let Some(class) = class_of(api) {
+        if let Some(class) = class_of(r.api) {
             *traced.entry((r.pid, class)).or_default() += r.peak_live;
         }
     }
@@ -142,10 +139,12 @@ pub fn cross_check(peaks: &[Peak], calls: &CallTable) -> Vec<CallCheck> {
 /// One API kind, summed over a run's processes and devices, in both runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CallDiffRow {
-    /// `cuda` or `level_zero`.
-    pub platform: &'static str,
-    /// API kind.
-    pub api: &'static str,
+    /// CUDA or Level Zero (JSON: `cuda` or `level_zero`).
+    #[serde(serialize_with = "crate::recording::serialize_platform")]
+    pub platform: Platform,
+    /// API kind (JSON: its recording name).
+    #[serde(serialize_with = "crate::recording::serialize_api")]
+    pub api: Api,
     /// Calls in A and B.
     pub calls: [u64; 2],
     /// Bytes live at the peak in A and B (per process and device, summed).
@@ -176,15 +175,20 @@ fn was_traced(t: Option<&CallTable>) -> bool {
     t.is_some_and(|t| t.state.starts_with("on"))
 }
 
-/// The calls of run A against run B, one row per platform × API kind either run made; empty
-/// when neither run was traced.
+/// A platform × API kind by its names, so that rows come in name order.
+fn by_name(platform: Platform, api: Api) -> (&'static str, &'static str) {
+    (platform.name(), api.name())
+}
+
+/// The calls of run A against run B, one row per platform × API kind either run made (in name
+/// order); empty when neither run was traced.
 pub fn diff_calls(a: Option<&CallTable>, b: Option<&CallTable>) -> Vec<CallDiffRow> {
     let traced = [was_traced(a), was_traced(b)];
     let mut rows: BTreeMap<(&'static str, &'static str), CallDiffRow> = BTreeMap::new();
     for (side, table) in [a, b].into_iter().enumerate() {
         for r in table.into_iter().flat_map(|t| &t.rows) {
             let row = rows
-                .entry((r.platform, r.api))
+                .entry(by_name(r.platform, r.api))
                 .or_insert_with(|| CallDiffRow {
                     platform: r.platform,
                     api: r.api,
@@ -204,19 +208,25 @@ pub fn diff_calls(a: Option<&CallTable>, b: Option<&CallTable>) -> Vec<CallDiffR
 /// One platform × API kind's bytes live over time, summed over processes and devices.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiLive {
-    /// `cuda` or `level_zero`.
-    pub platform: &'static str,
+    /// CUDA or Level Zero.
+    pub platform: Platform,
     /// API kind.
-    pub api: &'static str,
+    pub api: Api,
     /// (t_ms, live bytes) at each change, in time order.
     pub points: Vec<(u64, u64)>,
 }
 
-/// Bytes live over time per platform × API kind, summed over processes and devices.
+/// One platform × API kind's changes of live bytes: (t_ms, bytes added or taken away).
+type Deltas = (Platform, Api, Vec<(u64, i128)>);
+
+/// Bytes live over time per platform × API kind (in name order), summed over processes and
+/// devices.
 pub fn live_by_api(calls: &CallTable) -> Vec<ApiLive> {
-    let mut deltas: BTreeMap<(&'static str, &'static str), Vec<(u64, i128)>> = BTreeMap::new();
+    let mut deltas: BTreeMap<_, Deltas> = BTreeMap::new();
     for r in &calls.rows {
-        let d = deltas.entry((r.platform, r.api)).or_default();
+        let (_, _, d) = deltas
+            .entry(by_name(r.platform, r.api))
+            .or_insert_with(|| (r.platform, r.api, Vec::new()));
         let mut before = 0i128;
         for &(t, live) in &r.live {
             d.push((t, i128::from(live) - before));
@@ -224,8 +234,8 @@ pub fn live_by_api(calls: &CallTable) -> Vec<ApiLive> {
         }
     }
     deltas
-        .into_iter()
-        .map(|((platform, api), mut d)| {
+        .into_values()
+        .map(|(platform, api, mut d)| {
             d.sort_by_key(|(t, _)| *t);
             let mut live = 0i128;
             let mut points: Vec<(u64, u64)> = Vec::with_capacity(d.len());

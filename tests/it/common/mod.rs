@@ -37,6 +37,35 @@ pub fn fixture(name: &str) -> PathBuf {
     repo_path("tests/fixtures").join(name)
 }
 
+/// The snapshot fixtures: capture trees built from real fdinfo samples, one per driver case.
+pub const SNAPSHOT_FIXTURES: [&str; 12] = [
+    "seed-2605",
+    "seed-2622",
+    "seed-mainline",
+    "xe-two-tile",
+    "amdgpu",
+    "i915",
+    "panfrost",
+    "shared-client",
+    "k8s-slurm-dmem",
+    "rocm-kfd",
+    "xe-suspended",
+    "amdgpu-meminfo",
+];
+
+/// For each of [`SNAPSHOT_FIXTURES`], its name and the stdout of `gpuledger --root FIXTURE
+/// FLAGS…` (which must exit 0).
+pub fn fixture_snapshots<'a>(
+    flags: &'a [&'a str],
+) -> impl Iterator<Item = (&'static str, String)> + 'a {
+    SNAPSHOT_FIXTURES.into_iter().map(move |name| {
+        let root = fixture(name);
+        let mut args = vec!["--root", root.to_str().expect("utf-8 fixture path")];
+        args.extend(flags);
+        (name, stdout_of(&args, 0))
+    })
+}
+
 /// Copies fixture `name` (symlinks kept) to `dest`.
 pub fn copy_fixture(name: &str, dest: &Path) {
     let status = Command::new("cp")
