@@ -194,6 +194,22 @@ pub fn parse_interval(text: &str) -> Result<Duration, SizeError> {
 
 /// Formats bytes for people: `0 B`, `512 B`, `16.0 KiB`, `8.5 GiB`.
 pub fn human_bytes(bytes: u64) -> String {
+    human_bytes_with(bytes, 1)
+}
+
+/// Two byte counts that a reader compares ("… above the ceiling …"), each with as many decimals
+/// (one to three) as it takes to tell different counts apart, else in bytes.
+pub fn human_bytes_apart(a: u64, b: u64) -> (String, String) {
+    if a == b {
+        return (human_bytes(a), human_bytes(b));
+    }
+    (1..=3)
+        .map(|d| (human_bytes_with(a, d), human_bytes_with(b, d)))
+        .find(|(x, y)| x != y)
+        .unwrap_or_else(|| (format!("{a} B"), format!("{b} B")))
+}
+
+fn human_bytes_with(bytes: u64, decimals: usize) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
         return format!("{bytes} B");
@@ -204,7 +220,7 @@ pub fn human_bytes(bytes: u64) -> String {
         v /= 1024.0;
         unit += 1;
     }
-    format!("{v:.1} {}", UNITS[unit])
+    format!("{v:.decimals$} {}", UNITS[unit])
 }
 
 /// Formats an optional byte count; absent numbers print as `-`.
@@ -214,6 +230,16 @@ pub fn human_opt(bytes: Option<u64>) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn counts_compared_are_printed_apart() {
+        let (held, max) = super::human_bytes_apart(1_082_130_432, 1 << 30);
+        assert_eq!((held.as_str(), max.as_str()), ("1.01 GiB", "1.00 GiB"));
+        let (a, b) = super::human_bytes_apart((6 << 30) + 1, 6 << 30);
+        assert_eq!((a.as_str(), b.as_str()), ("6442450945 B", "6442450944 B"));
+        let (a, b) = super::human_bytes_apart(7 << 30, 6 << 30);
+        assert_eq!((a.as_str(), b.as_str()), ("7.0 GiB", "6.0 GiB"));
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -7,7 +7,7 @@ use gpuledger::guard::job_host_gpu;
 use gpuledger::guard::machine::Response;
 use gpuledger::guard::run::{guard, Event, GuardError};
 use gpuledger::guard::Trip;
-use gpuledger::ledger::{Ledger, MemClass};
+use gpuledger::ledger::{Ledger, MemClass, UsageSource};
 use gpuledger::outputs::json::rfc3339;
 use gpuledger::units::human_bytes;
 use serde_json::json;
@@ -121,7 +121,8 @@ fn print(e: &Event<'_>, json_out: bool, grace: std::time::Duration) {
     }
 }
 
-/// One line per process and device: what it holds on the device and in host RAM.
+/// One line per process and device: what it holds on the device and in host RAM, and how much
+/// of the latter only its traced calls show (registered in place).
 fn holders(ledger: &Ledger) -> Vec<String> {
     ledger
         .processes
@@ -129,8 +130,18 @@ fn holders(ledger: &Ledger) -> Vec<String> {
         .flat_map(|p| p.devices().into_iter().map(move |d| (p, d)))
         .map(|(p, d)| {
             let c = |class| human_bytes(p.resident(d, class));
+            let traced: u64 = p
+                .usage
+                .iter()
+                .filter(|u| u.device == d && u.source == UsageSource::ApiTrace)
+                .filter_map(|u| u.resident)
+                .sum();
+            let registered = match traced {
+                0 => String::new(),
+                b => format!(" ({} of it registered in place: traced calls)", human_bytes(b)),
+            };
             format!(
-                "{} on {d}: {} device-local, {} host-class",
+                "{} on {d}: {} device-local, {} host-class{registered}",
                 p.label(),
                 c(MemClass::Device),
                 c(MemClass::Host)

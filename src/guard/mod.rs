@@ -16,7 +16,7 @@ pub mod machine;
 pub mod run;
 
 use crate::ledger::{Ledger, MemClass};
-use crate::units::{human_bytes, SizeSpec};
+use crate::units::{human_bytes, human_bytes_apart, SizeSpec};
 use job_cgroup::JobCgroup;
 use rustix::fd::OwnedFd;
 use rustix::process::{Pid, PidfdFlags, Signal};
@@ -81,32 +81,34 @@ impl Trip {
     /// One line for people.
     pub fn describe(&self) -> String {
         match self {
-            Trip::LowAvailable { available, floor } => format!(
-                "MemAvailable {} is below the floor {}",
-                human_bytes(*available),
-                human_bytes(*floor)
-            ),
+            Trip::LowAvailable { available, floor } => {
+                let (available, floor) = human_bytes_apart(*available, *floor);
+                format!("MemAvailable {available} is below the floor {floor}")
+            }
             Trip::CgroupHeadroom {
                 path,
                 current,
                 max,
                 floor,
-            } => format!(
-                "the job's cgroup {path} uses {} of its memory.max {} (less than {} left)",
-                human_bytes(*current),
-                human_bytes(*max),
-                human_bytes(*floor)
-            ),
-            Trip::DriverHeld { held, max, source } => format!(
-                "driver-held host memory {} ({source}) is above the ceiling {}",
-                human_bytes(*held),
-                human_bytes(*max)
-            ),
-            Trip::JobHostGpu { held, max } => format!(
-                "the job's processes hold {} of host-class GPU memory, above --max-job-host-gpu {}",
-                human_bytes(*held),
-                human_bytes(*max)
-            ),
+            } => {
+                let (current, max_text) = human_bytes_apart(*current, *max);
+                format!(
+                    "the job's cgroup {path} uses {current} of its memory.max {max_text} (less \
+                     than {} left)",
+                    human_bytes(*floor)
+                )
+            }
+            Trip::DriverHeld { held, max, source } => {
+                let (held, max) = human_bytes_apart(*held, *max);
+                format!("driver-held host memory {held} ({source}) is above the ceiling {max}")
+            }
+            Trip::JobHostGpu { held, max } => {
+                let (held, max) = human_bytes_apart(*held, *max);
+                format!(
+                    "the job's processes hold {held} of host-class GPU memory, above \
+                     --max-job-host-gpu {max}"
+                )
+            }
         }
     }
 }
