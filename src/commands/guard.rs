@@ -138,7 +138,10 @@ fn holders(ledger: &Ledger) -> Vec<String> {
                 .sum();
             let registered = match traced {
                 0 => String::new(),
-                b => format!(" ({} of it registered in place: traced calls)", human_bytes(b)),
+                b => format!(
+                    " ({} of it registered in place: traced calls)",
+                    human_bytes(b)
+                ),
             };
             format!(
                 "{} on {d}: {} device-local, {} host-class{registered}",
