@@ -5,18 +5,25 @@
 //! shares gpuledger's process group, so it is not sent twice; a child in its own process group
 //! (`guard`, which must be able to signal the whole job) gets it forwarded too.
 
+use rustix::event::{PollFd, PollFlags, Timespec};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A running child with signal forwarding.
 #[derive(Debug)]
 pub struct Job {
     child: Child,
     handle: signal_hook::iterator::Handle,
+    /// Readable once the child has ended (before it is reaped); `None` where the kernel has no
+    /// pidfds (before 5.3).
+    pidfd: Option<Arc<OwnedFd>>,
 }
 
 /// How a child process exited: its code or the signal that killed it (what `record` and `guard`
@@ -99,8 +106,9 @@ impl Job {
         // A pidfd taken while the child cannot have been reaped: forwarding after it exits and
         // its pid is reused reaches nobody.
         let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
-            .map(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()))
-            .transpose()?;
+            .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+            .map(Arc::new);
+        let forward = pidfd.clone();
         let mut signals =
             SignalsInfo::<WithOrigin>::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])?;
         let handle = signals.handle();
@@ -110,12 +118,16 @@ impl Job {
                 if from_terminal {
                     continue;
                 }
-                if let (Some(fd), Ok(sig)) = (&pidfd, signal_from_raw(info.signal)) {
+                if let (Some(fd), Ok(sig)) = (&forward, signal_from_raw(info.signal)) {
                     let _ = rustix::process::pidfd_send_signal(fd, sig);
                 }
             }
         });
-        Ok(Job { child, handle })
+        Ok(Job {
+            child,
+            handle,
+            pidfd,
+        })
     }
 
     /// The child's pid.
@@ -126,6 +138,23 @@ impl Job {
     /// Returns the end of the job if it has ended.
     pub fn try_wait(&mut self) -> io::Result<Option<Exit>> {
         Ok(self.child.try_wait()?.map(Exit::from_status))
+    }
+
+    /// Sleeps for `pause`, or less when the job ends first (its exit is left for
+    /// [`Job::try_wait`] to collect): a loop that samples every interval sees the end at once.
+    pub fn pause_until_end(&self, pause: Duration) {
+        let Some(fd) = &self.pidfd else {
+            return std::thread::sleep(pause);
+        };
+        let mut fds = [PollFd::new(fd.as_ref(), PollFlags::IN)];
+        let timeout = Timespec::try_from(pause).unwrap_or(Timespec {
+            tv_sec: i64::MAX,
+            tv_nsec: 0,
+        });
+        // EINTR (a forwarded signal) ends the pause early, which costs one extra sample.
+        if rustix::event::poll(&mut fds, Some(&timeout)).is_err() {
+            std::thread::sleep(pause);
+        }
     }
 
     /// Waits for the job to end.

@@ -224,7 +224,12 @@ pub fn guard(
             perform(action, seen.as_ref(), &mut watched.target, &mut report);
         }
         let spent = clock.now().saturating_duration_since(tick);
-        std::thread::sleep(machine.pause().saturating_sub(spent));
+        let pause = machine.pause().saturating_sub(spent);
+        // A running job's end cuts the pause short: guard returns with it, not an interval later.
+        match (&watched.job, watched.end) {
+            (Some(job), None) => job.pause_until_end(pause),
+            _ => std::thread::sleep(pause),
+        }
     }
 }
 

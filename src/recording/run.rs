@@ -270,7 +270,12 @@ pub fn record(
                 None => break None,
             }
         }
-        std::thread::sleep(opts.interval.saturating_sub(t0.elapsed()));
+        let pause = opts.interval.saturating_sub(t0.elapsed());
+        match job.as_ref() {
+            // The job's end cuts the pause short: its last sample is taken as it ends.
+            Some(j) => j.pause_until_end(pause),
+            None => std::thread::sleep(pause),
+        }
     };
     if write_error.is_none() {
         let mut finish = || -> Result<(), RecordingError> {

@@ -733,3 +733,38 @@ fn without_a_cgroup_a_group_member_that_ignores_sigterm_is_killed_after_the_grac
         "the SIGTERM-ignoring group member survived: {err}"
     );
 }
+
+#[test]
+fn guard_and_record_return_when_the_job_ends_not_an_interval_later() {
+    let start = Instant::now();
+    let out = guard_on_seed(&["--interval", "60s", "--", "sh", "-c", "sleep 0.3; exit 3"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "guard took {:?}",
+        start.elapsed()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("job.ledger");
+    let start = Instant::now();
+    let out = record_job(None, "60s", &ledger, &["sh", "-c", "sleep 0.3; exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "record took {:?}",
+        start.elapsed()
+    );
+}
