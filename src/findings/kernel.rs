@@ -116,9 +116,9 @@ fn alloc(group: &[AllocFailure], ledger: &Ledger, when: &dyn Fn(u64) -> String) 
             Severity::Warning
         },
         format!(
-            "{who} could not get an order-{order} page block ({}, mode {}) {}; {why}; see --explain kernel_page_alloc_failure",
+            "{who} could not get an order-{order} page block ({}{}) {}; {why}; see --explain kernel_page_alloc_failure",
             human_bytes(PAGE << order.min(20)),
-            a.mode,
+            a.mode.as_deref().map(|m| format!(", mode {m}")).unwrap_or_default(),
             times(group.len(), &when(a.usec), &when(last.usec)),
         ),
     );

@@ -442,7 +442,7 @@ fn system_logs(input: &ReportInput) -> String {
                     );
                 }
                 format!(
-                    "From the {} (page-allocation failures, OOM killer, GPU drivers; the findings above come from these lines), the first {} of {}:\n\n",
+                    "From the {}, the first {} of {} lines on page allocation, the OOM killer and GPU drivers (the kernel findings above rest on the failures, kills and driver errors among them):\n\n",
                     origin.as_str(),
                     log.records.len().min(QUOTED_KERNEL),
                     log.records.len()

@@ -50,8 +50,8 @@ pub struct AllocFailure {
     pub pid: Option<u32>,
     /// Allocation order: 2^order pages were asked for.
     pub order: u32,
-    /// The GFP mode as printed (`0x100dc2(GFP_HIGHUSER|__GFP_ZERO)`).
-    pub mode: String,
+    /// The GFP mode as printed (`0x100dc2(GFP_HIGHUSER|__GFP_ZERO)`), where the line has one.
+    pub mode: Option<String>,
     /// The stack runs through a GPU driver or TTM.
     pub gpu_stack: bool,
 }
@@ -109,11 +109,11 @@ impl Patterns {
         let re = |p: &str| Regex::new(p).ok();
         Some(Patterns {
             alloc: re(
-                r"^(.*): page allocation failure: order:(\d+), mode:(0x[0-9a-fA-F]+(?:\([^)]*\))?)",
+                r"(?:(.*): )?page allocation failure: order:(\d+)(?:, mode:(0x[0-9a-fA-F]+(?:\([^)]*\))?))?",
             )?,
             task: re(r"^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (.*?) (?:Not tainted|Tainted)")?,
             oom: re(
-                r"(Memory cgroup )?[Oo]ut of memory: Killed process (\d+) \((.*)\) total-vm:[\d,]+kB, anon-rss:([\d,]+)kB, file-rss:([\d,]+)kB, shmem-rss:([\d,]+)kB",
+                r"(Memory cgroup )?(?:[Oo]ut of memory: )?Killed process (\d+) \((.*)\) total-vm:[\d,]+kB, anon-rss:([\d,]+)kB, file-rss:([\d,]+)kB(?:, shmem-rss:([\d,]+)kB)?",
             )?,
             xid: re(
                 r"NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\): (\d+),(.*)",
@@ -163,10 +163,10 @@ pub fn parse(records: &[KmsgRecord]) -> Vec<KernelFact> {
             let (pid, gpu_stack) = task_and_stack(p, &records[i + 1..]);
             out.push(KernelFact::AllocFailure(AllocFailure {
                 usec: r.usec,
-                comm: c[1].to_string(),
+                comm: c.get(1).map_or("a task", |m| m.as_str()).to_string(),
                 pid,
                 order: c[2].parse().unwrap_or(0),
-                mode: c[3].to_string(),
+                mode: c.get(3).map(|m| m.as_str().to_string()),
                 gpu_stack,
             }));
         } else if let Some(c) = p.oom.captures(m) {
@@ -176,7 +176,7 @@ pub fn parse(records: &[KmsgRecord]) -> Vec<KernelFact> {
                 comm: c[3].to_string(),
                 anon_kib: num(&c[4]),
                 file_kib: num(&c[5]),
-                shmem_kib: num(&c[6]),
+                shmem_kib: c.get(6).map_or(0, |m| num(m.as_str())),
                 cgroup: c.get(1).is_some(),
             }));
         } else if let Some(c) = p.xid.captures(m) {
@@ -282,7 +282,7 @@ mod tests {
             panic!("{facts:?}")
         };
         assert_eq!((a.pid, a.order, a.gpu_stack), (Some(4001), 0, true));
-        assert_eq!(a.mode, "0x100dc2(GFP_HIGHUSER|__GFP_ZERO)");
+        assert_eq!(a.mode.as_deref(), Some("0x100dc2(GFP_HIGHUSER|__GFP_ZERO)"));
         let KernelFact::AllocFailure(b) = &facts[1] else {
             panic!("{facts:?}")
         };
@@ -320,7 +320,44 @@ mod tests {
         );
     }
 
+    /// Older kernels' shapes: a header without its mode, a kill line without shmem-rss and
+    /// without the "Out of memory: " prefix (4.x printed it on a line of its own).
+    #[test]
+    fn older_headers_and_kill_lines_are_facts_too() {
+        let log = [
+            rec(4, 1, "kwin_wayland: page allocation failure: order:2"),
+            rec(
+                3,
+                2,
+                "Killed process 2261 (java) total-vm:4404224kB, anon-rss:1869264kB, file-rss:0kB",
+            ),
+        ];
+        let facts = parse(&log);
+        let [KernelFact::AllocFailure(a), KernelFact::OomKill(o)] = &facts[..] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(
+            (a.comm.as_str(), a.order, a.mode.as_deref()),
+            ("kwin_wayland", 2, None)
+        );
+        assert_eq!((o.pid, o.anon_kib, o.shmem_kib), (2261, 1_869_264, 0));
+    }
+
     proptest! {
+        /// What the log classifier calls a page-allocation failure, the fact parser reads as one:
+        /// the lines a report quotes as evidence are the lines the findings rest on.
+        #[test]
+        fn every_classified_failure_is_a_fact(
+            prefix in "\\PC{0,40}",
+            order in 0u32..11,
+            suffix in "\\PC{0,60}",
+        ) {
+            let m = format!("{prefix}page allocation failure: order:{order}{suffix}");
+            prop_assume!(super::super::kmsg::classify(&m) == Some(super::super::kmsg::KernelEvent::PageAllocationFailure));
+            let facts = parse(&[rec(4, 1, &m)]);
+            prop_assert!(matches!(facts.first(), Some(KernelFact::AllocFailure(_))), "{m:?}: {facts:?}");
+        }
+
         /// Any records parse without panicking, into at most one fact per record.
         #[test]
         fn parse_is_total(lines in proptest::collection::vec("\\PC{0,120}", 0..20), prio in 0u32..8) {

@@ -49,7 +49,7 @@ pub fn classify(msg: &str) -> Option<KernelEvent> {
         return Some(KernelEvent::PageAllocationFailure);
     }
     if msg.contains("invoked oom-killer")
-        || msg.contains("Out of memory: Killed process")
+        || msg.contains("Killed process ")
         || msg.contains("oom-kill:")
     {
         return Some(KernelEvent::OomKill);
