@@ -82,14 +82,18 @@ impl JobSet {
             }
         }
         let jobs: BTreeSet<&str> = nodes.iter().filter_map(|n| n.job.as_deref()).collect();
-        let warning = (jobs.len() > 1).then(|| {
+        let warning = if jobs.len() > 1 {
             let list: Vec<&str> = jobs.into_iter().collect();
-            format!(
+            Some(format!(
                 "the recordings name different jobs ({}): they are shown together, but they are \
                  not one job",
                 list.join(", ")
-            )
-        });
+            ))
+        } else if jobs.is_empty() && runs.len() > 1 {
+            unlike_one_job(runs)
+        } else {
+            None
+        };
         JobSet { nodes, warning }
     }
 
@@ -187,6 +191,49 @@ impl JobSet {
         }
         m
     }
+}
+
+/// Why recordings that name no job look like separate runs rather than one job's nodes: one
+/// host recorded twice, commands that differ, or times that do not overlap.
+fn unlike_one_job(runs: &[(String, Recording)]) -> Option<String> {
+    let mut why = Vec::new();
+    let mut hosts = BTreeSet::new();
+    let twice: BTreeSet<String> = runs
+        .iter()
+        .filter_map(|(_, r)| first_meta(r, &NODE_KEYS))
+        .filter(|h| !hosts.insert(h.clone()))
+        .collect();
+    if !twice.is_empty() {
+        let list: Vec<&str> = twice.iter().map(String::as_str).collect();
+        why.push(format!("{} recorded more than once", list.join(", ")));
+    }
+    let commands: BTreeSet<&str> = runs
+        .iter()
+        .filter_map(|(_, r)| r.meta.get("command").map(String::as_str))
+        .filter(|c| !c.is_empty())
+        .collect();
+    if commands.len() > 1 {
+        why.push(format!("{} different commands", commands.len()));
+    }
+    let ms = |r: &Recording, k: &str| r.meta.get(k).and_then(|v| v.parse::<u64>().ok());
+    let spans: Vec<(u64, u64)> = runs
+        .iter()
+        .filter_map(|(_, r)| Some((ms(r, "started_ms")?, ms(r, "ended_ms")?)))
+        .collect();
+    let apart = spans.len() == runs.len()
+        && spans
+            .iter()
+            .any(|a| spans.iter().any(|b| a.1 < b.0 || b.1 < a.0));
+    if apart {
+        why.push("times that do not overlap".into());
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "the recordings name no job and look like separate runs ({}): they are shown \
+             together as one job's nodes; show each file alone, or compare two with diff",
+            why.join("; ")
+        )
+    })
 }
 
 fn first_meta(rec: &Recording, keys: &[&str]) -> Option<String> {

@@ -168,3 +168,31 @@ fn plot_and_report_draw_the_worst_node_and_list_every_node() {
         "{redacted}"
     );
 }
+
+/// Two runs of different commands on this host, one after the other, put in one directory:
+/// `show` still merges them but says why they do not look like one job's nodes.
+#[test]
+fn unrelated_recordings_in_one_directory_are_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("runs");
+    std::fs::create_dir(&dir).unwrap();
+    for (name, job) in [("first", "sleep 0.2"), ("second", "sleep 0.3")] {
+        let ledger = dir.join(format!("{name}.ledger"));
+        run_ok(&mut record_job(None, "100ms", &ledger, &["sh", "-c", job]));
+    }
+    let text = stdout_of(&["show", dir.to_str().unwrap()], 0);
+    assert!(
+        text.contains("warning: the recordings name no job"),
+        "{text}"
+    );
+    let doc = json_of(&["show", dir.to_str().unwrap(), "--json"], 0);
+    let warning = doc["warning"].as_str().unwrap();
+    for why in [
+        "look like separate runs",
+        "recorded more than once",
+        "2 different commands",
+        "times that do not overlap",
+    ] {
+        assert!(warning.contains(why), "{why}: {warning}");
+    }
+}
