@@ -1,7 +1,7 @@
 //! `doctor` options and plan.
 
 use super::parse::nonzero_bytes;
-use super::{Format, FormatArgs, Globals};
+use super::{Format, FormatArgs, Globals, TableOrJson};
 use anyhow::Result;
 use clap::Args;
 use gpuledger::findings::Severity;
@@ -10,7 +10,7 @@ use gpuledger::findings::Severity;
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     #[command(flatten)]
-    pub output: FormatArgs,
+    pub output: FormatArgs<TableOrJson>,
     /// Device memory each rank allocates, to project the pinned host RAM against this machine.
     #[arg(long, value_name = "SIZE", value_parser = nonzero_bytes)]
     pub vram_per_rank: Option<u64>,
@@ -36,9 +36,7 @@ impl DoctorArgs {
     /// The plan: CSV is refused (a preflight is no table of rows).
     pub fn plan(&self, _: &Globals) -> Result<DoctorPlan> {
         Ok(DoctorPlan {
-            format: self
-                .output
-                .format_of("doctor", &[Format::Table, Format::Json])?,
+            format: self.output.format(),
             fail_on: self.output.fail_on(),
             vram_per_rank: self.vram_per_rank,
             command: self.command.clone(),

@@ -34,7 +34,7 @@ pub use record::{RecordArgs, RecordPlan, RecordTarget};
 pub use report::{ReportArgs, ReportPlan};
 pub use serve::{ServeArgs, ServePlan};
 pub use shared::{
-    FilterArgs, Format, FormatArgs, OutputArgs, OutputExists, TraceArgs, EXIT_FINDING,
+    FilterArgs, Format, FormatArgs, OutputArgs, OutputExists, TableOrJson, TraceArgs, EXIT_FINDING,
 };
 pub use show::{DiffArgs, DiffPlan, ShowArgs, ShowPlan};
 pub use snapshot::{ShowSnapshot, SnapshotArgs, SnapshotPlan};
@@ -396,7 +396,7 @@ mod tests {
         let err = plan(&["doctor", "--format", "csv"])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("doctor has no --format csv"), "{err}");
+        assert!(err.contains("[possible values: table, json]"), "{err}");
         assert!(plan(&["simulate", "leak"]).is_err(), "simulate needs -o");
     }
 

@@ -59,20 +59,9 @@ pub enum Format {
     Table,
     /// A JSON document with a `schema` field (the snapshot's --loop: one per line).
     Json,
-    /// The snapshot only: one row per process × device × region, header first, bytes as
-    /// integers (like nvidia-smi --format=csv,nounits).
+    /// One row per process × device × region, header first, bytes as integers (like
+    /// nvidia-smi --format=csv,nounits).
     Csv,
-}
-
-impl Format {
-    /// The value as typed on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Table => "table",
-            Format::Json => "json",
-            Format::Csv => "csv",
-        }
-    }
 }
 
 /// Severity for --fail-on.
@@ -94,12 +83,35 @@ impl FailOn {
     }
 }
 
+/// `--format` of the commands that print no CSV (`show`, `diff`, `doctor`): `--help` offers only
+/// what they print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableOrJson {
+    /// Aligned tables for people.
+    Table,
+    /// A JSON document with a `schema` field.
+    Json,
+}
+
+impl From<TableOrJson> for Format {
+    fn from(f: TableOrJson) -> Format {
+        match f {
+            TableOrJson::Table => Format::Table,
+            TableOrJson::Json => Format::Json,
+        }
+    }
+}
+
 /// `--format`, `--json` and `--fail-on`: how a reporting command prints, and when it exits 3.
+/// `F` is the formats the command offers: [`Format`] (the snapshot) or [`TableOrJson`].
 #[derive(Debug, Clone, Args)]
-pub struct FormatArgs {
+pub struct FormatArgs<F = Format>
+where
+    F: ValueEnum + Clone + Copy + Into<Format> + Send + Sync + 'static,
+{
     /// Output format.
     #[arg(long, value_enum, default_value = "table", value_name = "FORMAT")]
-    pub format: Format,
+    pub format: F,
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -108,28 +120,17 @@ pub struct FormatArgs {
     pub fail_on: Option<FailOn>,
 }
 
-impl FormatArgs {
+impl<F> FormatArgs<F>
+where
+    F: ValueEnum + Clone + Copy + Into<Format> + Send + Sync + 'static,
+{
     /// The format asked for (`--json` is `--format json`).
     pub fn format(&self) -> Format {
         if self.json {
             Format::Json
         } else {
-            self.format
+            self.format.into()
         }
-    }
-
-    /// The format, refused with the fix when `command` cannot print it.
-    pub fn format_of(&self, command: &str, offered: &[Format]) -> Result<Format, UsageError> {
-        let format = self.format();
-        if offered.contains(&format) {
-            return Ok(format);
-        }
-        let names: Vec<&str> = offered.iter().map(|f| f.name()).collect();
-        Err(UsageError(format!(
-            "{command} has no --format {}; use --format {}",
-            format.name(),
-            names.join(" or --format ")
-        )))
     }
 
     /// The least severity that makes the command exit 3.
@@ -173,30 +174,15 @@ impl FilterArgs {
 mod tests {
     use super::*;
 
-    fn format(format: Format, json: bool) -> FormatArgs {
-        FormatArgs {
+    #[test]
+    fn json_flag_is_format_json() {
+        let args = |format, json| FormatArgs::<TableOrJson> {
             format,
             json,
             fail_on: None,
-        }
-    }
-
-    #[test]
-    fn a_format_a_command_cannot_print_is_refused_with_the_fix() {
-        let csv = format(Format::Csv, false);
-        let err = csv
-            .format_of("show", &[Format::Table, Format::Json])
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            err,
-            "show has no --format csv; use --format table or --format json"
-        );
-        let json = format(Format::Table, true);
-        assert_eq!(
-            json.format_of("show", &[Format::Json]).unwrap(),
-            Format::Json
-        );
+        };
+        assert_eq!(args(TableOrJson::Table, true).format(), Format::Json);
+        assert_eq!(args(TableOrJson::Table, false).format(), Format::Table);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `show` and `diff` options and plans.
 
-use super::{FilterArgs, Format, FormatArgs, Globals, UsageError};
+use super::{FilterArgs, Format, FormatArgs, Globals, TableOrJson, UsageError};
 use anyhow::Result;
 use clap::Args;
 use gpuledger::findings::Severity;
@@ -14,7 +14,7 @@ pub struct ShowArgs {
     #[arg(required = true, value_name = "RECORDING|DIR")]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
-    pub output: FormatArgs,
+    pub output: FormatArgs<TableOrJson>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// List every finding; by default more than four of one kind and severity are one line.
@@ -43,9 +43,7 @@ impl ShowArgs {
     pub fn plan(&self, _: &Globals) -> Result<ShowPlan> {
         Ok(ShowPlan {
             files: self.files.clone(),
-            format: self
-                .output
-                .format_of("show", &[Format::Table, Format::Json])?,
+            format: self.output.format(),
             fail_on: self.output.fail_on(),
             filter: self.filter.clone(),
             verbose: self.verbose,
@@ -63,7 +61,7 @@ pub struct DiffArgs {
     #[arg(value_name = "B")]
     pub b: PathBuf,
     #[command(flatten)]
-    pub output: FormatArgs,
+    pub output: FormatArgs<TableOrJson>,
 }
 
 /// A checked `diff`.
@@ -92,9 +90,7 @@ impl DiffArgs {
         Ok(DiffPlan {
             a: self.a.clone(),
             b: self.b.clone(),
-            format: self
-                .output
-                .format_of("diff", &[Format::Table, Format::Json])?,
+            format: self.output.format(),
             fail_on: self.output.fail_on(),
         })
     }
@@ -123,11 +119,10 @@ mod tests {
             (plan.format, plan.fail_on),
             (Format::Json, Some(Severity::Warning))
         );
-        let Command::Show(s) = parse(&["show", "--format", "csv", "a.ledger"]) else {
-            unreachable!("parsed as show")
-        };
-        let err = s.plan(&g).unwrap_err().to_string();
-        assert!(err.contains("use --format table or --format json"), "{err}");
+        let err = Cli::try_parse_from(["gpuledger", "show", "--format", "csv", "a.ledger"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[possible values: table, json]"), "{err}");
     }
 
     #[test]

@@ -54,7 +54,7 @@ fn show_and_diff_fail_on_the_bad_runs_findings() {
     let out = run(&["show", "--format", "csv", s(&a)]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("use --format table or --format json"), "{err}");
+    assert!(err.contains("[possible values: table, json]"), "{err}");
 }
 
 #[test]
