@@ -34,6 +34,9 @@ pub enum SizeError {
     /// A number without a unit: bytes to the parser, gigabytes to the person who wrote it.
     #[error("{0} is a bare number; write {0}GiB or {0}MiB")]
     Bare(String),
+    /// The same where a share of a total is also accepted.
+    #[error("{0} is a bare number; write {0}GiB, {0}MiB or {0}%")]
+    BareOrShare(String),
     /// A decimal unit (kB, MB, GB, TB), which people and tools read in two ways.
     #[error(
         "invalid size {value:?}: gpuledger uses binary units; write {suggest} (GiB = 2^30 bytes)"
@@ -78,7 +81,10 @@ pub fn parse_size_spec(text: &str) -> Result<SizeSpec, SizeError> {
         }
         return Ok(SizeSpec::Percent(v));
     }
-    parse_bytes(text).map(SizeSpec::Bytes)
+    match parse_bytes(text) {
+        Err(SizeError::Bare(n)) => Err(SizeError::BareOrShare(n)),
+        bytes => bytes.map(SizeSpec::Bytes),
+    }
 }
 
 /// Parses an absolute size (`24GiB`); a percentage is refused.
@@ -276,7 +282,11 @@ mod tests {
         let e = parse_bytes("10").unwrap_err();
         assert_eq!(e, SizeError::Bare("10".into()));
         assert_eq!(e.to_string(), "10 is a bare number; write 10GiB or 10MiB");
-        assert!(matches!(parse_size_spec(" 5 "), Err(SizeError::Bare(_))));
+        let share = parse_size_spec(" 5 ").unwrap_err();
+        assert_eq!(
+            share.to_string(),
+            "5 is a bare number; write 5GiB, 5MiB or 5%"
+        );
         assert_eq!(parse_bytes("0.0"), Ok(0));
     }
 

@@ -6,7 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 /// Where `plot` writes without `-o`.
-pub const DEFAULT_PLOT: &str = "gpuledger-report.html";
+pub const DEFAULT_PLOT: &str = "gpuledger-plot.html";
 
 /// `plot` options.
 #[derive(Debug, Args)]

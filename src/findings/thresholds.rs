@@ -1,6 +1,6 @@
 //! Finding thresholds: the docs/DESIGN.md defaults, each settable with `--threshold NAME=VALUE`.
 
-use crate::units::{parse_size_spec, SizeSpec};
+use crate::units::{parse_bytes, parse_size_spec, SizeSpec};
 use thiserror::Error;
 
 /// Thresholds for every finding.
@@ -99,13 +99,11 @@ impl Thresholds {
             name: name.to_string(),
             value: value.to_string(),
         };
-        let bytes = || match parse_size_spec(value) {
-            Ok(SizeSpec::Bytes(b)) => Ok(b),
-            Ok(SizeSpec::Percent(_)) => Err(bad()),
-            Err(source) => Err(ThresholdError::Size {
+        let bytes = || {
+            parse_bytes(value).map_err(|source| ThresholdError::Size {
                 name: name.to_string(),
                 source,
-            }),
+            })
         };
         let share = || -> Result<f64, ThresholdError> {
             let v = match parse_size_spec(value) {

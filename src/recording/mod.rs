@@ -153,7 +153,7 @@ pub enum RecordingError {
         source: std::io::Error,
     },
     /// The file exists and would be overwritten.
-    #[error("{path} already exists; choose another -o or delete it")]
+    #[error("{path} already exists; choose another -o, or add --force to overwrite it")]
     Exists {
         /// The file.
         path: String,

@@ -562,7 +562,7 @@ fn a_bare_number_is_refused_with_the_units_to_add() {
         (
             &["--root", seed, "guard", "--min-available", "5", "--pid", NO_PID],
             2,
-            "5 is a bare number; write 5GiB or 5MiB",
+            "5 is a bare number; write 5GiB, 5MiB or 5%",
         ),
         (
             &["--root", NO_ROOT, "serve", "--min-process-bytes", "64"],
