@@ -42,6 +42,31 @@ pub fn run(g: &crate::cli::Globals, run: &GuardRun) -> Result<ExitCode> {
 /// Prints one event.
 fn print(e: &Event<'_>, json_out: bool, grace: std::time::Duration) {
     match e {
+        Event::Watching {
+            pids,
+            interval,
+            response,
+            policy,
+        } => {
+            let action = match response {
+                Response::Warn => "warns (--action none)".to_string(),
+                Response::Term => format!(
+                    "stops the job (SIGTERM, SIGKILL {} s later)",
+                    grace.as_secs_f64()
+                ),
+                Response::Kill => "kills the job (SIGKILL)".to_string(),
+            };
+            let mut who: Vec<String> = pids.iter().take(8).map(u32::to_string).collect();
+            if pids.len() > 8 {
+                who.push(format!("+{} more", pids.len() - 8));
+            }
+            eprintln!(
+                "gpuledger guard: watching pid {} every {} s; {action} at: {}",
+                who.join(", "),
+                interval.as_secs_f64(),
+                policy.describe()
+            );
+        }
         Event::NoSubreaper(err) => eprintln!(
             "gpuledger guard: warning: cannot become the job's subreaper ({err}); a process \
              of the job whose parent exits and that leaves its cgroup or group is not followed"

@@ -36,6 +36,31 @@ pub struct Policy {
     pub max_job_host_gpu: Option<u64>,
 }
 
+impl Policy {
+    /// The limits in words: "MemAvailable below 5% of MemTotal; driver-held host memory above
+    /// 6.0 GiB".
+    pub fn describe(&self) -> String {
+        let floor = match self.min_available {
+            SizeSpec::Percent(p) => format!("{p}% of MemTotal"),
+            SizeSpec::Bytes(b) => human_bytes(b),
+        };
+        let mut limits = vec![format!("MemAvailable below {floor}")];
+        if let Some(max) = self.max_driver_held {
+            limits.push(format!(
+                "driver-held host memory above {}",
+                human_bytes(max)
+            ));
+        }
+        if let Some(max) = self.max_job_host_gpu {
+            limits.push(format!(
+                "the job's host-class GPU memory above {}",
+                human_bytes(max)
+            ));
+        }
+        limits.join("; ")
+    }
+}
+
 /// Why the guard tripped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]

@@ -111,6 +111,17 @@ pub enum Event<'a> {
     Untraced(&'a TraceOff),
     /// Level Zero calls are not traced (another tool holds the loader's entry points).
     LevelZeroUntraced(&'a ZeOff),
+    /// Guard is watching: the job's processes as first seen, how often, and what it will do.
+    Watching {
+        /// The job's processes.
+        pids: &'a [u32],
+        /// The sampling interval.
+        interval: Duration,
+        /// The response to a crossing.
+        response: Response,
+        /// The limits.
+        policy: &'a Policy,
+    },
     /// A process of the job left its cgroup (it is still the job's).
     LeftCgroup(&'a Escape),
     /// The policy tripped; `pids` got the response (or would have, for a warning).
@@ -197,6 +208,12 @@ pub fn guard(
         follow,
         registrations,
     };
+    report(Event::Watching {
+        pids: &watched.target.pids(),
+        interval: plan.interval,
+        response: plan.response,
+        policy: &plan.policy,
+    });
     let mut observer = Observer::new(plan.thresholds.clone());
     let mut machine = Machine::new(plan.response, plan.grace, plan.interval);
     loop {

@@ -105,6 +105,13 @@ fn action_none_only_warns_and_passes_the_exit_status() {
         "never signalled, exits as the job"
     );
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("gpuledger guard: watching pid ")
+            && err.contains(
+                " every 0.1 s; warns (--action none) at: MemAvailable below 50% of MemTotal\n"
+            ),
+        "says first what it watches: {err}"
+    );
     assert_eq!(
         err.matches("warning only").count(),
         1,
