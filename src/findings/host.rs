@@ -63,10 +63,22 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds, mirrored: bool) -> Op
     } else {
         "most of it is held by no process gpuledger sees (a driver's own pool, or processes that exited with memory still pinned)".to_string()
     };
+    let share = if attributed > held {
+        format!(
+            "all of it is attributed to processes, which hold {} ({} more than the counter: \
+             per-fd figures and the kernel's counter file some pages differently)",
+            human_bytes(attributed),
+            human_bytes(attributed - held)
+        )
+    } else {
+        format!(
+            "{:.0} % of it ({}) is attributed to processes",
+            explained * 100.0,
+            human_bytes(attributed)
+        )
+    };
     let message = format!(
-        "{what}; {:.0} % of it ({}) is attributed to processes{}: {advice}; see --explain driver_held_host",
-        explained * 100.0,
-        human_bytes(attributed),
+        "{what}; {share}{}: {advice}; see --explain driver_held_host",
         top_holders(ledger)
     );
     Some(Finding {
@@ -185,6 +197,21 @@ mod tests {
             "{}",
             f.message
         );
+    }
+
+    #[test]
+    fn processes_holding_more_than_the_counter_is_said_as_such_not_as_100_percent() {
+        let t = Thresholds::default();
+        let f = driver_held(&machine(10 * GIB, host(8 * GIB, 32 * GIB)), &t, false).unwrap();
+        assert_eq!(f.ratio, Some(1.0));
+        assert!(
+            f.message.contains(
+                "all of it is attributed to processes, which hold 10.0 GiB (2.0 GiB more than the counter"
+            ),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("100 %"), "{}", f.message);
     }
 
     #[test]
