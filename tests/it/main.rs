@@ -34,6 +34,7 @@ mod output_hardening;
 mod plot_chromium;
 mod project;
 mod report;
+mod scaling;
 mod serve;
 mod serve_exposure;
 mod simulate;
