@@ -56,7 +56,7 @@ pub fn run(g: &Globals, plan: SnapshotPlan) -> Result<ExitCode> {
                 &args.filter.devices,
             )?),
         };
-        let mut ledger = filter.ledger(&whole);
+        let mut ledger = filter.ledger(whole);
         args.sort.sort(&mut ledger.processes);
         let shown = filter.findings(&found);
         worst = worst.max(findings::worst(&shown));

@@ -124,7 +124,9 @@ impl Tracked {
 struct GpuHolder {
     fds: Vec<GpuFd>,
     meta: Option<ProcessSample>,
-    fdinfo_cache: HashMap<u32, (Instant, FdInfo)>,
+    /// Each DRM fd's fdinfo text as last read: an asleep device's is parsed again from here
+    /// (the text is one allocation; a parsed copy would be a deep clone of every fd's maps).
+    fdinfo_cache: HashMap<u32, (Instant, String)>,
 }
 
 /// Samples one root repeatedly, keeping per-process state between samples.
@@ -501,12 +503,12 @@ fn read_gpu_fds(
             .get(&g.fd)
             .filter(|(at, _)| sleeping && now.duration_since(*at) < asleep_period);
         let info = match cached {
-            Some((_, info)) => info.clone(),
+            Some((_, text)) => FdInfo::parse(text),
             None => match pp::read_fdinfo(root, pid, g.fd) {
                 Ok(text) => {
                     let info = FdInfo::parse(&text);
                     stats.malformed_lines += info.malformed;
-                    t.fdinfo_cache.insert(g.fd, (now, info.clone()));
+                    t.fdinfo_cache.insert(g.fd, (now, text));
                     info
                 }
                 Err(e) => {

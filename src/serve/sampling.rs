@@ -96,7 +96,7 @@ impl Renderer {
         } = self.observer.observe(self.sampler.root(), snap);
         // Findings on the whole machine first: a filter hides verdicts, never changes one.
         let findings = self.opts.filter.findings(&findings);
-        let mut ledger = self.opts.filter.ledger(&whole);
+        let mut ledger = self.opts.filter.ledger(whole);
         if !self.opts.show_cmdline {
             redact_ledger(&mut ledger);
         }

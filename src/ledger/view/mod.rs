@@ -125,11 +125,11 @@ impl Filter {
     /// The ledger restricted to the shown pids and devices. Host totals stay machine-wide (they
     /// are the kernel's counters, not sums of what is shown); a process is kept when it is shown
     /// and still holds memory or a client on a shown device.
-    pub fn ledger(&self, ledger: &Ledger) -> Ledger {
+    pub fn ledger(&self, ledger: Ledger) -> Ledger {
         if self.is_empty() {
-            return ledger.clone();
+            return ledger;
         }
-        let mut out = ledger.clone();
+        let mut out = ledger;
         out.devices.retain(|d| self.shows_device(&d.id));
         out.clients.retain(|c| {
             self.shows_device(&c.device) && c.holders.iter().any(|h| self.shows_pid(h.0))

@@ -55,7 +55,7 @@ fn a_pid_without_gpu_memory_is_an_error() {
 fn device_filter_keeps_only_that_devices_rows() {
     let l = ledger("seed-2622");
     let f = Filter::resolve(&l, &[], &devices(&["card1"])).unwrap();
-    let shown = f.ledger(&l);
+    let shown = f.ledger(l.clone());
     assert_eq!(shown.devices.len(), 1);
     assert_eq!(shown.processes.len(), 2, "both ranks hold memory on card1");
     for p in &shown.processes {
@@ -70,7 +70,7 @@ fn pid_filter_keeps_that_process_and_the_host_wide_findings() {
     let l = ledger("seed-2622");
     let all = analyze(&l, &Thresholds::default());
     let f = Filter::resolve(&l, &[116400], &[]).unwrap();
-    let shown = f.ledger(&l);
+    let shown = f.ledger(l.clone());
     assert_eq!(
         shown.processes.iter().map(|p| p.pid).collect::<Vec<_>>(),
         [116400]
@@ -98,7 +98,7 @@ fn a_filter_never_changes_a_verdict() {
     assert_eq!(mirror.severity, Severity::Critical);
     assert!(all.contains(mirror));
     // Analysing the filtered ledger instead would lose it: its home VRAM is filtered out.
-    let naive = analyze(&f.ledger(&l), &Thresholds::default());
+    let naive = analyze(&f.ledger(l.clone()), &Thresholds::default());
     assert!(!naive.iter().any(|x| x.kind == Kind::PeerMirror));
 }
 

@@ -60,7 +60,7 @@ fn sample(
 ) -> Result<(Ledger, Vec<Finding>), TopError> {
     let whole = observer.sample(sampler)?;
     let findings = filter.findings(&whole.findings);
-    Ok((filter.ledger(&whole.ledger), findings))
+    Ok((filter.ledger(whole.ledger), findings))
 }
 
 /// What the sampling thread sends: a ledger and its findings, or why sampling stopped.
