@@ -34,7 +34,8 @@ pub use record::{RecordArgs, RecordPlan, RecordTarget};
 pub use report::{ReportArgs, ReportPlan};
 pub use serve::{ServeArgs, ServePlan};
 pub use shared::{
-    FilterArgs, Format, FormatArgs, OutputArgs, OutputExists, TableOrJson, TraceArgs, EXIT_FINDING,
+    recordings_exist, FilterArgs, Format, FormatArgs, OutputArgs, OutputExists, TableOrJson,
+    TraceArgs, EXIT_FINDING,
 };
 pub use show::{DiffArgs, DiffPlan, ShowArgs, ShowPlan};
 pub use snapshot::{ShowSnapshot, SnapshotArgs, SnapshotPlan};
@@ -351,13 +352,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let new = dir.path().join("new");
         let f = new.to_str().unwrap();
+        let recording = dir.path().join("a.ledger");
+        std::fs::write(&recording, "").unwrap();
+        let a = recording.to_str().unwrap();
         let lines: [&[&str]; 12] = [
             &["--json", "--sort", "pid"],
             &["top", "--sort", "pid"],
             &["serve", "--listen", ":9464", "--min-process-bytes", "1MiB"],
             &["project", "--ranks", "8", "--vram-per-rank", "16GiB"],
             &["report", "-o", f, "--template", "generic"],
-            &["plot", "a.ledger", "-o", f],
+            &["plot", a, "-o", f],
             &["capture", "-o", f],
             &["simulate", "leak", "-o", f],
             &["doctor", "--json", "--fail-on", "warning"],
@@ -386,11 +390,20 @@ mod tests {
         let there = dir.path().join("there");
         std::fs::write(&there, "").unwrap();
         let t = there.to_str().unwrap();
-        for args in [vec!["report", "-o", t], vec!["plot", "a.ledger", "-o", t]] {
+        for args in [vec!["report", "-o", t], vec!["plot", t, "-o", t]] {
             let err = plan(&args).unwrap_err().to_string();
             assert!(err.contains("add --force"), "{args:?}: {err}");
         }
-        assert!(plan(&["plot", "a.ledger", "-o", t, "--force"]).is_ok());
+        assert!(plan(&["plot", t, "-o", t, "--force"]).is_ok());
+        for command in ["plot", "report"] {
+            let err = plan(&[command, "missing.ledger", "-o", t])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("cannot read recording missing.ledger"),
+                "a missing input is said before an existing output: {err}"
+            );
+        }
         let err = plan(&["--json", "show", "x"]).unwrap_err().to_string();
         assert!(err.contains("gpuledger show --json FILE"), "{err}");
         let err = plan(&["doctor", "--format", "csv"])

@@ -1,6 +1,6 @@
 //! `plot` options and plan.
 
-use super::{Globals, OutputArgs};
+use super::{recordings_exist, Globals, OutputArgs};
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -31,6 +31,7 @@ pub struct PlotPlan {
 impl PlotArgs {
     /// The plan: an existing output file is refused unless `--force`.
     pub fn plan(&self, _: &Globals) -> Result<PlotPlan> {
+        recordings_exist("plot", &self.recordings)?;
         Ok(PlotPlan {
             recordings: self.recordings.clone(),
             output: self.output.fresh_file(DEFAULT_PLOT)?,

@@ -1,6 +1,6 @@
 //! `report` options and plan.
 
-use super::{Globals, OutputArgs};
+use super::{recordings_exist, Globals, OutputArgs};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use gpuledger::report::Template;
@@ -54,6 +54,7 @@ pub struct ReportPlan {
 impl ReportArgs {
     /// The plan: an existing output file is refused unless `--force`.
     pub fn plan(&self, _: &Globals) -> Result<ReportPlan> {
+        recordings_exist("report", &self.recordings)?;
         let output = match &self.output.output {
             Some(p) if p == Path::new("-") => None,
             Some(p) => {

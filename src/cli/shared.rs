@@ -30,6 +30,17 @@ pub struct OutputExists {
     pub path: PathBuf,
 }
 
+/// Refuses a recording argument that is not there, so that a missing input is the error said
+/// first (before an existing output file).
+pub fn recordings_exist(command: &str, paths: &[PathBuf]) -> anyhow::Result<()> {
+    for p in paths {
+        if let Err(e) = std::fs::symlink_metadata(p) {
+            anyhow::bail!("{command}: cannot read recording {}: {e}", p.display());
+        }
+    }
+    Ok(())
+}
+
 impl OutputArgs {
     /// The output given (or `default`), refused when a file is there and `--force` is not given.
     pub fn fresh_file(&self, default: &str) -> Result<PathBuf, OutputExists> {
