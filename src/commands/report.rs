@@ -45,13 +45,15 @@ pub fn run(g: &Globals, plan: ReportPlan) -> Result<ExitCode> {
         .collect();
     let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
-    let known = KnownIssues::of_machine(sampler.root(), &snapshot)
+    let mut known = KnownIssues::of_machine(sampler.root(), &snapshot)
         .context("the embedded known-issues base")?;
     let mut machine = this_machine(&sampler, snapshot, t);
     // Recordings and no --root: the report describes the recorded machine, and says how the
-    // one it is written on differs.
+    // one it is written on differs; the known issues are matched against it too.
     if let (None, Some((name, rec))) = (&g.root, recordings.first()) {
         machine = recorded_machine(name, rec, &recordings, &machine);
+        known = KnownIssues::of_recording(&machine.system, &rec.devices)
+            .context("the embedded known-issues base")?;
     }
     let Machine {
         ledger,

@@ -137,6 +137,23 @@ impl Facts {
     }
 }
 
+impl Facts {
+    /// A recorded machine's facts: versions from what the recording kept (`sys`), its devices
+    /// (without PCI placement, which a recording does not keep); no job environment.
+    pub fn of_recording(base: &Base, sys: &SystemInfo, devices: &[DeviceInfo]) -> Facts {
+        Facts {
+            versions: versions_with(base, sys, Vec::new()),
+            devices: devices
+                .iter()
+                .map(|d| DeviceFact::from_info(d, None))
+                .collect(),
+            env: BTreeMap::new(),
+            findings: Vec::new(),
+            kernel: sys.kernel.as_deref().and_then(kernel_release),
+        }
+    }
+}
+
 /// The release in a `/proc/version` line (`Linux version 7.1.3-arch1-1 (…) …`), or the first
 /// word of a bare release string.
 // ref: fs/proc/version.c (the "Linux version %s" format, utsname release)
@@ -183,14 +200,7 @@ fn nvml_device(root: &Root, g: &NvGpu, root_port: Option<String>) -> DeviceFact 
 /// Component versions from what `system_info` found (packages, kernel module versions) and, in a
 /// capture tree where package managers are not asked, `var/lib/dpkg/status` under the root.
 pub fn versions(base: &Base, sys: &SystemInfo, root: &Root) -> Vec<VersionFact> {
-    let mut packages: Vec<(String, String, String)> = sys
-        .packages
-        .iter()
-        .map(|(n, v)| {
-            let from = sys.packages_source.clone().unwrap_or_default();
-            (n.clone(), v.clone(), from)
-        })
-        .collect();
+    let mut packages = Vec::new();
     if !root.is_live() {
         if let Ok(text) = root.read_string("var/lib/dpkg/status") {
             packages.extend(
@@ -200,6 +210,24 @@ pub fn versions(base: &Base, sys: &SystemInfo, root: &Root) -> Vec<VersionFact> 
             );
         }
     }
+    versions_with(base, sys, packages)
+}
+
+/// Component versions from `sys` and `more` packages (name, version, where it was read).
+fn versions_with(
+    base: &Base,
+    sys: &SystemInfo,
+    more: Vec<(String, String, String)>,
+) -> Vec<VersionFact> {
+    let mut packages: Vec<(String, String, String)> = sys
+        .packages
+        .iter()
+        .map(|(n, v)| {
+            let from = sys.packages_source.clone().unwrap_or_default();
+            (n.clone(), v.clone(), from)
+        })
+        .collect();
+    packages.extend(more);
     let mut out = Vec::new();
     for (component, c) in &base.components {
         for (name, version, from) in &packages {

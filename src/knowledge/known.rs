@@ -46,6 +46,17 @@ impl KnownIssues {
         KnownIssues { base, facts }
     }
 
+    /// The embedded base and the facts of a recorded machine: the versions the recording kept
+    /// (`sys`) and its devices, for a report that describes the recorded machine.
+    pub fn of_recording(
+        sys: &system_info::SystemInfo,
+        devices: &[crate::sources::drm_devices::DeviceInfo],
+    ) -> Result<KnownIssues, KnowledgeError> {
+        let base = Base::embedded()?;
+        let facts = Facts::of_recording(&base, sys, devices);
+        Ok(KnownIssues { base, facts })
+    }
+
     /// The entries that apply, given the findings of a sample (their signatures make a match
     /// critical). Known-issue findings among `found` are not signatures.
     pub fn assess(&self, found: &[Finding]) -> Assessment {
