@@ -1,7 +1,7 @@
 //! `doctor` options and plan.
 
 use super::parse::nonzero_bytes;
-use super::{Format, FormatArgs, Globals, TableOrJson};
+use super::{Format, FormatArgs, Globals};
 use anyhow::Result;
 use clap::Args;
 use gpuledger::findings::Severity;
@@ -10,7 +10,7 @@ use gpuledger::findings::Severity;
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     #[command(flatten)]
-    pub output: FormatArgs<TableOrJson>,
+    pub output: FormatArgs,
     /// Device memory each rank allocates, to project the pinned host RAM against this machine.
     #[arg(long, value_name = "SIZE", value_parser = nonzero_bytes)]
     pub vram_per_rank: Option<u64>,
@@ -33,7 +33,7 @@ pub struct DoctorPlan {
 }
 
 impl DoctorArgs {
-    /// The plan: CSV is refused (a preflight is no table of rows).
+    /// The plan.
     pub fn plan(&self, _: &Globals) -> Result<DoctorPlan> {
         Ok(DoctorPlan {
             format: self.output.format(),

@@ -70,8 +70,9 @@ pub enum Format {
     Table,
     /// A JSON document with a `schema` field (the snapshot's --loop: one per line).
     Json,
-    /// One row per process × device × region, header first, bytes as integers (like
-    /// nvidia-smi --format=csv,nounits).
+    /// One table of rows, header first, numbers without units (like nvidia-smi
+    /// --format=csv,nounits): the snapshot's process × device × region rows, show's peaks,
+    /// diff's compared values, doctor's findings and known-issue entries.
     Csv,
 }
 
@@ -94,35 +95,12 @@ impl FailOn {
     }
 }
 
-/// `--format` of the commands that print no CSV (`show`, `diff`, `doctor`): `--help` offers only
-/// what they print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableOrJson {
-    /// Aligned tables for people.
-    Table,
-    /// A JSON document with a `schema` field.
-    Json,
-}
-
-impl From<TableOrJson> for Format {
-    fn from(f: TableOrJson) -> Format {
-        match f {
-            TableOrJson::Table => Format::Table,
-            TableOrJson::Json => Format::Json,
-        }
-    }
-}
-
 /// `--format`, `--json` and `--fail-on`: how a reporting command prints, and when it exits 3.
-/// `F` is the formats the command offers: [`Format`] (the snapshot) or [`TableOrJson`].
 #[derive(Debug, Clone, Args)]
-pub struct FormatArgs<F = Format>
-where
-    F: ValueEnum + Clone + Copy + Into<Format> + Send + Sync + 'static,
-{
+pub struct FormatArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table", value_name = "FORMAT")]
-    pub format: F,
+    pub format: Format,
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -131,16 +109,13 @@ where
     pub fail_on: Option<FailOn>,
 }
 
-impl<F> FormatArgs<F>
-where
-    F: ValueEnum + Clone + Copy + Into<Format> + Send + Sync + 'static,
-{
+impl FormatArgs {
     /// The format asked for (`--json` is `--format json`).
     pub fn format(&self) -> Format {
         if self.json {
             Format::Json
         } else {
-            self.format.into()
+            self.format
         }
     }
 
@@ -187,13 +162,13 @@ mod tests {
 
     #[test]
     fn json_flag_is_format_json() {
-        let args = |format, json| FormatArgs::<TableOrJson> {
+        let args = |format, json| FormatArgs {
             format,
             json,
             fail_on: None,
         };
-        assert_eq!(args(TableOrJson::Table, true).format(), Format::Json);
-        assert_eq!(args(TableOrJson::Table, false).format(), Format::Table);
+        assert_eq!(args(Format::Table, true).format(), Format::Json);
+        assert_eq!(args(Format::Csv, false).format(), Format::Csv);
     }
 
     #[test]

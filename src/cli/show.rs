@@ -1,6 +1,6 @@
 //! `show` and `diff` options and plans.
 
-use super::{FilterArgs, Format, FormatArgs, Globals, TableOrJson, UsageError};
+use super::{FilterArgs, Format, FormatArgs, Globals, UsageError};
 use anyhow::Result;
 use clap::Args;
 use gpuledger::findings::Severity;
@@ -14,7 +14,7 @@ pub struct ShowArgs {
     #[arg(required = true, value_name = "RECORDING|DIR")]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
-    pub output: FormatArgs<TableOrJson>,
+    pub output: FormatArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// List every finding; by default more than four of one kind and severity are one line.
@@ -39,7 +39,7 @@ pub struct ShowPlan {
 }
 
 impl ShowArgs {
-    /// The plan: CSV is refused (a recording's summary is no table of rows).
+    /// The plan.
     pub fn plan(&self, _: &Globals) -> Result<ShowPlan> {
         Ok(ShowPlan {
             files: self.files.clone(),
@@ -61,7 +61,7 @@ pub struct DiffArgs {
     #[arg(value_name = "B")]
     pub b: PathBuf,
     #[command(flatten)]
-    pub output: FormatArgs<TableOrJson>,
+    pub output: FormatArgs,
 }
 
 /// A checked `diff`.
@@ -78,7 +78,7 @@ pub struct DiffPlan {
 }
 
 impl DiffArgs {
-    /// The plan: CSV is refused, and so is a run compared with itself.
+    /// The plan: a run compared with itself is refused.
     pub fn plan(&self, _: &Globals) -> Result<DiffPlan> {
         if self.a == self.b {
             return Err(UsageError(format!(
@@ -108,7 +108,7 @@ mod tests {
     }
 
     #[test]
-    fn show_takes_the_reporting_flags_and_refuses_csv() {
+    fn show_takes_the_reporting_flags_and_csv() {
         let g = globals::tests::plain();
         let Command::Show(s) = parse(&["show", "--json", "--fail-on", "warning", "a.ledger"])
         else {
@@ -119,10 +119,10 @@ mod tests {
             (plan.format, plan.fail_on),
             (Format::Json, Some(Severity::Warning))
         );
-        let err = Cli::try_parse_from(["gpuledger", "show", "--format", "csv", "a.ledger"])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("[possible values: table, json]"), "{err}");
+        let Command::Show(s) = parse(&["show", "--format", "csv", "a.ledger"]) else {
+            unreachable!("parsed as show")
+        };
+        assert_eq!(s.plan(&g).unwrap().format, Format::Csv);
     }
 
     #[test]

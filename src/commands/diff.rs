@@ -14,7 +14,9 @@ pub fn run(plan: DiffPlan) -> Result<ExitCode> {
     let ra = JobSet::of(&open_all(&[a.to_path_buf()], "diff, run A")?);
     let rb = JobSet::of(&open_all(&[b.to_path_buf()], "diff, run B")?);
     let d = diff(&ra.merged(), &rb.merged());
-    if plan.format == Format::Json {
+    if plan.format == Format::Csv {
+        super::print(&gpuledger::outputs::csv_views::diff(&d)?)?;
+    } else if plan.format == Format::Json {
         super::print(&render_json(&d))?;
     } else {
         let mut text = String::new();

@@ -18,7 +18,8 @@ pub fn run(g: &Globals, plan: DoctorPlan) -> Result<ExitCode> {
     let report = gpuledger::doctor::examine(g.open_root()?, &examined)?;
     super::print(&match plan.format {
         Format::Json => render_json(&report),
-        _ => render_text(&report),
+        Format::Csv => gpuledger::outputs::csv_views::doctor(&report)?,
+        Format::Table => render_text(&report),
     })?;
     Ok(super::fail_on(
         findings::worst(&report.findings),

@@ -4,7 +4,7 @@ use super::recordings::open_all;
 use crate::cli::{Format, Globals, ShowPlan, UsageError};
 use anyhow::Result;
 use gpuledger::findings::Severity;
-use gpuledger::outputs::{calls_compare, job_set, show, show_calls};
+use gpuledger::outputs::{calls_compare, csv_views, job_set, show, show_calls};
 use gpuledger::timeline::view::filter_summary;
 use gpuledger::timeline::{JobSet, RunSummary};
 use std::process::ExitCode;
@@ -17,7 +17,9 @@ pub fn run(g: &Globals, plan: ShowPlan) -> Result<ExitCode> {
     let (text, worst) = match runs.as_slice() {
         [(name, rec)] => {
             let summary = filter_summary(&RunSummary::of(rec), &filter.pids, &filter.devices)?;
-            let text = if json {
+            let text = if plan.format == Format::Csv {
+                csv_views::show(&[(name.as_str(), &summary)])?
+            } else if json {
                 with_calls_json(show::render_json(&summary), &summary)?
             } else {
                 let mut text = show::render_text_detail(name, &summary, g.paint, plan.verbose);
@@ -39,7 +41,14 @@ pub fn run(g: &Globals, plan: ShowPlan) -> Result<ExitCode> {
         }
         _ => {
             let set = JobSet::of(&runs);
-            let text = if json {
+            let text = if plan.format == Format::Csv {
+                let runs: Vec<(&str, &RunSummary)> = set
+                    .nodes
+                    .iter()
+                    .map(|n| (n.node.as_str(), &n.summary))
+                    .collect();
+                csv_views::show(&runs)?
+            } else if json {
                 job_set::render_json(&set)
             } else {
                 job_set::render_text_detail(&set, g.paint, plan.verbose)

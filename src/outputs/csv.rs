@@ -31,7 +31,7 @@ pub const HEADER: [&str; 16] = [
 /// Writing the CSV failed (it goes to memory, so only an encoding fault of the writer).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write CSV")]
-pub struct CsvError(#[from] csv::Error);
+pub struct CsvError(#[from] pub csv::Error);
 
 /// The rows of one snapshot, with the header row when `header` is set (a `--loop` prints it
 /// once, before the first snapshot).

@@ -2,6 +2,7 @@
 
 pub mod calls_compare;
 pub mod csv;
+pub mod csv_views;
 pub mod diff;
 pub mod doctor;
 pub mod job_set;
