@@ -20,8 +20,9 @@ const ALL: &[Limitation] = &[Limitation {
     id: "nvidia-host-register",
     vendor: "10de",
     text: "memory pinned with cudaHostRegister moves no kernel counter (no meminfo field, GPU \
-           counter or per-process pinned-shmem figure; measured on an H200, driver 580.159), so \
-           gpuledger cannot attribute it; watch MemAvailable (guard --min-available)",
+           counter or per-process pinned-shmem figure; measured on an H200, driver 580.159): a \
+           snapshot cannot see it; a job started by `gpuledger record` or `guard` with the tracer \
+           library installed has its calls traced, which attribute it to the process",
 }];
 
 /// The limitations that concern the GPUs among `facts.devices`.
