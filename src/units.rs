@@ -198,6 +198,15 @@ pub fn parse_interval(text: &str) -> Result<Duration, SizeError> {
     Ok(d)
 }
 
+/// `1 sample`, `2 samples`: a count with its noun (plural by adding `s`).
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Formats bytes for people: `0 B`, `512 B`, `16.0 KiB`, `8.5 GiB`.
 pub fn human_bytes(bytes: u64) -> String {
     human_bytes_with(bytes, 1)
@@ -247,6 +256,13 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(count(1, "sample"), "1 sample");
+        assert_eq!(count(0, "sample"), "0 samples");
+        assert_eq!(count(12, "sample"), "12 samples");
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -33,9 +33,9 @@ impl ProgressLine {
     /// What to write to stderr for this progress, if anything.
     fn render(&mut self, p: &Progress) -> Option<String> {
         let text = format!(
-            "[{:>6.1} s] {} samples  peak host-class {}  device-local {}  findings {}",
+            "[{:>6.1} s] {}  peak host-class {}  device-local {}  findings {}",
             p.elapsed.as_secs_f64(),
-            p.samples,
+            gpuledger::units::count(p.samples as usize, "sample"),
             human_bytes(p.peak_host),
             human_bytes(p.peak_local),
             p.findings

@@ -163,9 +163,9 @@ pub fn render_text_detail(name: &str, s: &RunSummary, paint: Paint, each: bool) 
     out.push_str(&field(
         "duration",
         &format!(
-            "{:.1} s, {} samples every {} ms; job end: {}",
+            "{:.1} s, {} every {} ms; job end: {}",
             s.duration_s,
-            s.samples,
+            crate::units::count(s.samples as usize, "sample"),
             s.interval_ms
                 .map(|i| i.to_string())
                 .unwrap_or_else(|| "?".into()),

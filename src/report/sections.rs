@@ -274,11 +274,11 @@ fn recordings(input: &ReportInput) -> String {
 /// One recording's heading, peaks and timeline findings (grouped unless `each`).
 fn recording(name: &str, rec: &Recording, s: &RunSummary, each: bool) -> String {
     let mut t = format!(
-        "#### Recording {}: {}, {:.1} s, {} samples; job end: {}\n\n",
+        "#### Recording {}: {}, {:.1} s, {}; job end: {}\n\n",
         code(name),
         steps::what_ran(rec),
         s.duration_s,
-        s.samples,
+        crate::units::count(s.samples as usize, "sample"),
         text(&s.job_end.to_string())
     );
     t.push_str(

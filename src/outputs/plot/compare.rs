@@ -144,11 +144,11 @@ pub fn section(runs: &[Run], pairs: &[RankPair]) -> Section {
         let s = &run.summary;
         let _ = writeln!(
             body,
-            "<p class=\"meta\"><b>{letter}</b> = {}: <code>{}</code>, {:.1} s, {} samples; job end: {}</p>",
+            "<p class=\"meta\"><b>{letter}</b> = {}: <code>{}</code>, {:.1} s, {}; job end: {}</p>",
             esc(run.name),
             esc(&s.command.join(" ")),
             s.duration_s,
-            s.samples,
+            crate::units::count(s.samples as usize, "sample"),
             esc(&s.job_end.to_string())
         );
     }
