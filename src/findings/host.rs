@@ -63,24 +63,22 @@ pub(super) fn driver_held(ledger: &Ledger, t: &Thresholds, mirrored: bool) -> Op
     } else {
         "most of it is held by no process gpuledger sees (a driver's own pool, or processes that exited with memory still pinned)".to_string()
     };
+    let holders = top_holders(ledger);
     let share = if attributed > held {
         format!(
-            "all of it is attributed to processes, which hold {} ({} more than the counter: \
-             per-fd figures and the kernel's counter file some pages differently)",
+            "all of it is attributed to processes{holders}, which hold {} in all, {} more than \
+             the counter (per-fd figures and the kernel's counter file some pages differently)",
             human_bytes(attributed),
             human_bytes(attributed - held)
         )
     } else {
         format!(
-            "{:.0} % of it ({}) is attributed to processes",
+            "{:.0} % of it ({}) is attributed to processes{holders}",
             explained * 100.0,
             human_bytes(attributed)
         )
     };
-    let message = format!(
-        "{what}; {share}{}: {advice}; see --explain driver_held_host",
-        top_holders(ledger)
-    );
+    let message = format!("{what}; {share}: {advice}; see --explain driver_held_host");
     Some(Finding {
         bytes: held,
         ratio: Some(explained),
@@ -206,7 +204,7 @@ mod tests {
         assert_eq!(f.ratio, Some(1.0));
         assert!(
             f.message.contains(
-                "all of it is attributed to processes, which hold 10.0 GiB (2.0 GiB more than the counter"
+                "all of it is attributed to processes (pid 10 (python3) 10.0 GiB), which hold 10.0 GiB in all, 2.0 GiB more than the counter"
             ),
             "{}",
             f.message

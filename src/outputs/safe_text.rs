@@ -56,9 +56,26 @@ pub fn safe(s: &str) -> String {
     display_safe(s).into_owned()
 }
 
+/// A recorded command as one shell line (`sh -c 'sleep 0.3'`), so what is shown can be run
+/// again; words with a NUL byte, which no shell can pass, are joined with spaces instead.
+pub fn command_line(words: &[String]) -> String {
+    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_can_be_run_again() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            command_line(&words(&["sh", "-c", "sleep 0.3"])),
+            "sh -c 'sleep 0.3'"
+        );
+        assert_eq!(command_line(&words(&["python3", "a.py"])), "python3 a.py");
+        assert_eq!(command_line(&words(&["a\0b"])), "a\0b");
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -159,7 +159,10 @@ pub fn render_text_detail(name: &str, s: &RunSummary, paint: Paint, each: bool) 
     let _ = writeln!(out, "\nRecording {}", display_safe(name));
     let field =
         |label: &str, text: &str| wrap::hanging(&format!("  {label:<8}  "), 12, 12, text, width);
-    out.push_str(&field("command", &display_safe(&s.command.join(" "))));
+    out.push_str(&field(
+        "command",
+        &display_safe(&super::safe_text::command_line(&s.command)),
+    ));
     out.push_str(&field(
         "duration",
         &format!(

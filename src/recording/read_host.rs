@@ -28,6 +28,8 @@ pub struct HostSummary {
     pub first_ms: u64,
     /// Time of the last sample.
     pub last_ms: u64,
+    /// MemTotal as last recorded.
+    pub mem_total: Option<u64>,
     /// MemAvailable low point.
     pub mem_available_low: Option<u64>,
     /// Driver-held host memory at its peak sample, with its parts (the ledger's
@@ -79,7 +81,7 @@ pub(super) fn fold_host(
         "NULL, NULL, NULL, NULL"
     };
     let mut st = conn.prepare(&format!(
-        "SELECT id, t_ms, mem_available, gpu_active, unaccounted, gpu_source, {held_columns} FROM samples ORDER BY id",
+        "SELECT id, t_ms, mem_available, gpu_active, unaccounted, gpu_source, {held_columns}, mem_total FROM samples ORDER BY id",
     ))?;
     let mut rows = st.query([])?;
     while let Some(r) = rows.next()? {
@@ -97,6 +99,7 @@ pub(super) fn fold_host(
         h.samples += 1;
         h.last_ms = t;
         h.mem_available_low = min_opt(h.mem_available_low, avail);
+        h.mem_total = u(r.get(10)?).or(h.mem_total);
         h.gpu_active_peak = max_opt(h.gpu_active_peak, gpu);
         h.unaccounted_peak = max_opt(h.unaccounted_peak, unacc);
         match end_job {

@@ -2,7 +2,7 @@
 //! what `report` describes when it is given recordings and no `--root`, and how the machine the
 //! report is made on differs from it.
 
-use crate::ledger::Ledger;
+use crate::ledger::{HeldCounter, HostTotals, Ledger};
 use crate::recording::Recording;
 use crate::sources::system_info::SystemInfo;
 use std::collections::BTreeMap;
@@ -36,13 +36,24 @@ pub fn system(rec: &Recording) -> SystemInfo {
     }
 }
 
-/// A ledger holding the recorded devices (processes and host totals are in the recording's own
-/// section of the report, over time).
+/// A ledger holding the recorded devices and which GPU page counter the recording saw (processes
+/// and host totals are in the recording's own section of the report, over time).
 pub fn ledger(rec: &Recording) -> Ledger {
+    let counter = rec
+        .host
+        .driver_held_peak
+        .map(|d| d.counter)
+        .filter(|c| *c != HeldCounter::Unaccounted);
     Ledger {
         time_ms: rec.host.last_ms,
         root: rec.meta.get("root").cloned().unwrap_or_default(),
         devices: rec.devices.clone(),
+        host: HostTotals {
+            mem_total: rec.host.mem_total,
+            gpu_active: counter.and(rec.host.gpu_active_peak),
+            gpu_active_source: counter.map(|c| c.as_str().to_string()),
+            ..HostTotals::default()
+        },
         ..Ledger::default()
     }
 }

@@ -542,11 +542,18 @@ pub fn render(input: &ReportInput) -> String {
         out.push_str("\n## System logs\n\n");
         out.push_str(&system_logs(input));
     }
+    // The machine's regions, and the memory classes the recordings' series hold.
     let classes: Vec<&str> = l
         .processes
         .iter()
         .flat_map(|p| p.usage.iter())
         .map(|u| classify(&u.region).as_str())
+        .chain(
+            input
+                .recordings
+                .iter()
+                .flat_map(|(_, r)| r.series.iter().map(|s| s.class.as_str())),
+        )
         .collect();
     let _ = writeln!(out, "\n---\nRegions seen: {}. Device-local = VRAM/local memory; host-class = GTT/system memory the GPU maps.", if classes.is_empty() { "none".into() } else { let mut c = classes.clone(); c.sort(); c.dedup(); c.join(", ") });
     out

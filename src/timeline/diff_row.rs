@@ -51,6 +51,8 @@ pub fn change(a: &Value, b: &Value) -> String {
             let sign = if delta < 0 { "-" } else { "+" };
             format!("{sign}{}", human_bytes(delta.unsigned_abs() as u64))
         }
+        // Under the shown precision a difference reads "same", never "-0.0 s".
+        (Value::Seconds(x), Value::Seconds(y)) if (y - x).abs() < 0.05 => "same".into(),
         (Value::Seconds(x), Value::Seconds(y)) => format!("{:+.1} s", y - x),
         (Value::Rate(x), Value::Rate(y)) => match compare_medians(x.median, y.median) {
             RateChange::Same => format!("same (within {:.0} %)", THROUGHPUT_TOLERANCE * 100.0),
@@ -71,4 +73,17 @@ pub struct Row {
     pub a: Value,
     /// Run B.
     pub b: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_apart_by_less_than_shown_are_the_same() {
+        let s = Value::Seconds;
+        assert_eq!(change(&s(1.02), &s(1.0)), "same");
+        assert_eq!(change(&s(1.0), &s(2.5)), "+1.5 s");
+        assert_eq!(change(&s(2.5), &s(1.0)), "-1.5 s");
+    }
 }

@@ -74,11 +74,13 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
         }
     }
     out.extend(released_on_exit(rec));
+    // Every recorded finding is on the timeline: known issues as matched, the others (the
+    // peer-mirror pattern, driver-held host memory, host pressure, …) over the span they held.
     out.extend(
         rec.findings
             .iter()
-            .filter(|f| f.peak.kind == Kind::PeerMirror)
-            .map(|f| peer_mirror(rec, f)),
+            .filter(|f| f.peak.kind != Kind::KnownIssue)
+            .map(|f| recorded(rec, f)),
     );
     out.extend(
         rec.findings
@@ -105,25 +107,33 @@ fn known_issue(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
     }
 }
 
-/// A recorded peer_mirror, with the severity of its peak (what a snapshot of that moment says);
-/// a worse severity seen earlier or later is named as such, never taken as the finding's.
-fn peer_mirror(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
+/// A recorded finding over its span, with the severity of its peak (what a snapshot of that
+/// moment says); a worse severity seen earlier or later is named as such, never taken as the
+/// finding's. A peer_mirror names its backing.
+fn recorded(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
     let f = &r.peak;
-    let backing = match f.backing {
-        Some(b) => format!("backing {}", name_of(b)),
-        None => "backing not known".to_string(),
+    let backing = match (f.kind, f.backing) {
+        (Kind::PeerMirror, Some(b)) => format!(" (backing {}", name_of(b)),
+        (Kind::PeerMirror, None) => " (backing not known".to_string(),
+        _ => String::new(),
     };
     let worst = if r.worst_severity > f.severity {
         format!(
-            "; {} at another moment of that span, {} at the peak",
+            "{} {} at another moment of that span, {} at the peak",
+            if backing.is_empty() { " (" } else { ";" },
             r.worst_severity.as_str(),
             f.severity.as_str()
         )
     } else {
         String::new()
     };
+    let close = if backing.is_empty() && worst.is_empty() {
+        ""
+    } else {
+        ")"
+    };
     let message = format!(
-        "from {:.1} s to {:.1} s, peak {} ({backing}{worst}): {}",
+        "from {:.1} s to {:.1} s, peak {}{backing}{worst}{close}: {}",
         rec.t_s(r.first),
         rec.t_s(r.last),
         human_bytes(f.bytes),
@@ -136,7 +146,7 @@ fn peer_mirror(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
             device: f.device.clone(),
             peer: f.peer.clone(),
             bytes: f.bytes,
-            ..Finding::new(Kind::PeerMirror, f.severity, message)
+            ..Finding::new(f.kind, f.severity, message)
         },
         t_s: rec.t_s(r.first),
         worst_severity: (r.worst_severity > f.severity).then_some(r.worst_severity),

@@ -163,7 +163,7 @@ fn a_verdict_line_opens_the_snapshot_and_show() {
     let show = stdout_of(&["show", path(&ledger)], 0);
     let first = show.lines().next().unwrap();
     assert!(
-        first.starts_with("CRITICAL: 2 findings (peer_mirror × 2)"),
+        first.starts_with("CRITICAL: 3 findings (peer_mirror × 2, driver_held_host)"),
         "{show}"
     );
 }

@@ -146,7 +146,7 @@ pub fn section(runs: &[Run], pairs: &[RankPair]) -> Section {
             body,
             "<p class=\"meta\"><b>{letter}</b> = {}: <code>{}</code>, {:.1} s, {}; job end: {}</p>",
             esc(run.name),
-            esc(&s.command.join(" ")),
+            esc(&crate::outputs::safe_text::command_line(&s.command)),
             s.duration_s,
             crate::units::count(s.samples as usize, "sample"),
             esc(&s.job_end.to_string())
