@@ -204,7 +204,9 @@ grep -q 'steps *batch\|slurm_steps=batch' "$T/work/gpuledger-$job.txt" ||
     fail "job $job: the batch step is not in the labels: $(cat "$T/work/gpuledger-$job.txt")"
 
 gl_config "GPULEDGER_SLURM_ROOT=$T/sim"
-job=$(run_job "$T/bin/gpuledger simulate ddp-peer-mirror -o $T/sim --force --live 3s")
+# 6 s: on a loaded machine the prolog's recorder can take seconds to start; a job that ends
+# before it has created its file leaves no recording.
+job=$(run_job "$T/bin/gpuledger simulate ddp-peer-mirror -o $T/sim --force --live 6s")
 check_recording "$job"
 grep -q 'CRITICAL  peer_mirror' "$T/work/gpuledger-$job.txt" || fail "job $job: no peer_mirror in the summary"
 comment=$(scontrol show job "$job" | sed -n 's/^ *AdminComment=//p')
