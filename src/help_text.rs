@@ -139,24 +139,27 @@ pub const DOCTOR: &str = concat!(
     "  gpuledger doctor\n",
     "  gpuledger doctor --vram-per-rank 20GiB -- torchrun --nproc-per-node 4 x.py\n",
     "  gpuledger doctor --fail-on warning --json\n\n",
-    exit_status!("  3  a known issue at or above --fail-on applies"),
+    exit_status!("  3  a finding or known issue at or above --fail-on applies"),
 );
 
 /// `show`.
 pub const SHOW: &str = concat!(
     "Examples:\n",
     "  gpuledger show run.ledger\n",
-    "  gpuledger show runs/ --pid 4001\n",
-    "  gpuledger show run.ledger --json | jq .findings\n\n",
-    exit_status!(),
+    "  gpuledger show run.ledger --pid 4001\n",
+    "  gpuledger show runs/                    one job's recordings, one per node\n",
+    "  gpuledger show run.ledger --json | jq .findings\n",
+    "  gpuledger show run.ledger --format csv  peaks per process x device\n\n",
+    exit_status!("  3  a finding at or above --fail-on (at its worst over time)"),
 );
 
 /// `diff`.
 pub const DIFF: &str = concat!(
     "Examples:\n",
     "  gpuledger diff bad.ledger good.ledger\n",
-    "  gpuledger diff node-runs-a/ node-runs-b/ --json\n\n",
-    exit_status!(),
+    "  gpuledger diff node-runs-a/ node-runs-b/ --json\n",
+    "  gpuledger diff bad.ledger good.ledger --format csv\n\n",
+    exit_status!("  3  either run shows the peer-mirror pattern at or above --fail-on"),
 );
 
 /// `capture`.
