@@ -743,35 +743,21 @@ fn without_a_cgroup_a_group_member_that_ignores_sigterm_is_killed_after_the_grac
 
 #[test]
 fn guard_and_record_return_when_the_job_ends_not_an_interval_later() {
+    let job = ["sh", "-c", "sleep 0.3; exit 3"];
+    // The job's status, well before the 60 s interval would have ended the pause.
+    let returns_with_the_job = |what: &str, start: Instant, out: std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{what}: {err}");
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(20), "{what} took {took:?}");
+    };
     let start = Instant::now();
-    let out = guard_on_seed(&["--interval", "60s", "--", "sh", "-c", "sleep 0.3; exit 3"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(20),
-        "guard took {:?}",
-        start.elapsed()
-    );
+    let out = guard_on_seed(&[&["--interval", "60s", "--"][..], &job].concat());
+    returns_with_the_job("guard", start, out);
 
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("job.ledger");
     let start = Instant::now();
-    let out = record_job(None, "60s", &ledger, &["sh", "-c", "sleep 0.3; exit 3"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(20),
-        "record took {:?}",
-        start.elapsed()
-    );
+    let out = record_job(None, "60s", &ledger, &job).output().unwrap();
+    returns_with_the_job("record", start, out);
 }
