@@ -76,7 +76,7 @@ fn show_escapes_a_recorded_command() {
     let text = stdout_of(&["show", ledger.to_str().unwrap()], 0);
     assert_inert(&text);
     assert!(
-        text.contains(&format!("command   true {SHOWN_COMM}")),
+        text.contains(&format!("command   true '{SHOWN_COMM}'")),
         "{text}"
     );
 }
