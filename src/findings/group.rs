@@ -4,13 +4,13 @@
 //! each.
 
 use super::{Finding, Kind, Severity};
-use crate::timeline::TimelineFinding;
 use std::collections::BTreeSet;
 
 /// More findings of one kind and severity than this are printed as one group line.
 pub const GROUP_AT: usize = 4;
 
-/// What grouping needs of a finding: snapshot findings and a recording's timeline findings.
+/// What grouping needs of a finding: snapshot findings here, a recording's timeline and node
+/// findings in `timeline`.
 pub trait Member {
     /// The kind type.
     type Kind: Copy + Ord;
@@ -42,46 +42,6 @@ impl Member for Finding {
     }
     fn bytes(&self) -> u64 {
         self.bytes
-    }
-}
-
-impl Member for TimelineFinding {
-    type Kind = Kind;
-    fn kind(&self) -> Kind {
-        self.finding.kind
-    }
-    /// The worst severity over the recording: the row says how bad it got.
-    fn severity(&self) -> Severity {
-        self.worst_severity.unwrap_or(self.finding.severity)
-    }
-    fn pid(&self) -> Option<u32> {
-        self.finding.pid
-    }
-    fn peer(&self) -> Option<&str> {
-        self.finding.device.as_deref()
-    }
-    fn bytes(&self) -> u64 {
-        self.finding.bytes
-    }
-}
-
-impl Member for crate::timeline::NodeFinding {
-    type Kind = Kind;
-    fn kind(&self) -> Kind {
-        self.finding.peak.kind
-    }
-    /// The worst severity over the node's recording, as `show` of that node says.
-    fn severity(&self) -> Severity {
-        self.finding.worst_severity.max(self.finding.peak.severity)
-    }
-    fn pid(&self) -> Option<u32> {
-        self.finding.peak.pid
-    }
-    fn peer(&self) -> Option<&str> {
-        self.finding.peak.peer.as_deref()
-    }
-    fn bytes(&self) -> u64 {
-        self.finding.peak.bytes
     }
 }
 

@@ -14,7 +14,9 @@
 //! driver); the message says how many and when the first and last were.
 
 use super::{Finding, Kind, Severity};
+use crate::layout;
 use crate::ledger::Ledger;
+use crate::snapshot::{IssueReason, ScanIssue, ScanStats};
 use crate::sources::kernel_events::{self, AllocFailure, GpuError, KernelFact, OomKill};
 use crate::sources::kernel_log::WholeLog;
 use crate::units::human_bytes;
@@ -62,9 +64,30 @@ pub fn find(log: &WholeLog, ledger: &Ledger) -> Vec<Finding> {
 /// Adds the kernel log's findings to `found` (ranked again) and, when the log could not be read,
 /// its note to the ledger's scan notes: what every view does with a [`WholeLog`].
 pub fn add(log: &WholeLog, ledger: &mut Ledger, found: &mut Vec<Finding>) {
-    log.note(&mut ledger.stats);
+    note_unreadable(log, &mut ledger.stats);
     found.extend(find(log, ledger));
     super::rank(found);
+}
+
+/// Adds an unreadable log to the scan's notes (once per snapshot), so no view is silent about
+/// findings it could not look for.
+fn note_unreadable(log: &WholeLog, stats: &mut ScanStats) {
+    let Some(why) = &log.unreadable else {
+        return;
+    };
+    stats.issues_total = stats.issues_total.saturating_add(1);
+    // First, so that the views that list only the first few issues still show it.
+    stats.issues.insert(
+        0,
+        ScanIssue {
+            path: layout::LIVE_KMSG.into(),
+            reason: IssueReason::Unreadable,
+            detail: format!(
+                "kernel log not read ({why}): no findings for page-allocation failures, OOM \
+                 kills or GPU driver errors; run as root, or as a member of systemd-journal"
+            ),
+        },
+    );
 }
 
 /// "at 3606.0 s after boot (2026-12-03T17:47:35Z)", or without the wall-clock time when the
@@ -195,6 +218,20 @@ fn gpu_error(group: &[GpuError], when: &dyn Fn(u64) -> String) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreadable_log_is_noted_once() {
+        let log = WholeLog {
+            unreadable: Some("/dev/kmsg: permission denied".into()),
+            ..WholeLog::default()
+        };
+        let mut stats = ScanStats::default();
+        note_unreadable(&log, &mut stats);
+        assert_eq!(stats.issues_total, 1);
+        assert!(stats.issues[0].detail.contains("OOM kills"));
+        note_unreadable(&WholeLog::default(), &mut stats);
+        assert_eq!(stats.issues_total, 1, "a readable log adds nothing");
+    }
     use crate::sources::kernel_log::LogOrigin;
     use crate::sources::kmsg::KmsgRecord;
 

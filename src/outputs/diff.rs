@@ -94,3 +94,30 @@ pub fn render_diff_fit(d: &Diff, a_name: &str, b_name: &str, width: usize) -> St
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::Registrations;
+
+    #[test]
+    fn runs_of_different_jobs_show_the_warning_and_no_verdict() {
+        let w = "warning: A and B ran different jobs (2 ranks vs 4): compare the table, there is \
+                 no verdict";
+        let d = Diff {
+            rows: Vec::new(),
+            registrations: [Registrations::None, Registrations::None],
+            peer_mirrors: [Vec::new(), Vec::new()],
+            warning: Some(w.into()),
+            verdict: None,
+            throughput: Vec::new(),
+            calls: Vec::new(),
+        };
+        let text = render_diff(&d, "a", "b");
+        let flowed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flowed.contains(w) && !text.contains("bookkeeping"),
+            "{text}"
+        );
+    }
+}

@@ -12,6 +12,14 @@ use std::collections::BTreeMap;
 /// Label pairs in the order they are written.
 pub(crate) type Labels = Vec<(String, String)>;
 
+/// Label pairs as a series key.
+pub(crate) fn l(pairs: &[(&str, String)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
 /// Gauge series keyed by label set; values add up when a label set repeats.
 #[derive(Debug, Default)]
 pub(crate) struct SortedGauges(BTreeMap<Labels, u64>);

@@ -5,30 +5,13 @@
 //! series are written only when non-zero. Besides the sample, the exporter says what it is
 //! (`gpuledger_build_info`) and how its scans go (duration, errors since it started).
 
-use super::family::{FloatGauge, Labels, SortedCounters, SortedGauges};
+use super::family::{l, FloatGauge, SortedCounters, SortedGauges};
 use super::process_metrics::process_families;
+pub use super::process_metrics::MetricsOptions;
 use crate::findings::Finding;
 use crate::ledger::Ledger;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
-
-/// Cardinality bounds.
-#[derive(Debug, Clone, Copy)]
-pub struct MetricsOptions {
-    /// Processes below this many resident GPU bytes are folded into `pid="other"`.
-    pub min_process_bytes: u64,
-    /// At most this many per-process series; the rest are folded into `pid="other"`.
-    pub max_process_series: usize,
-}
-
-impl Default for MetricsOptions {
-    fn default() -> Self {
-        MetricsOptions {
-            min_process_bytes: 64 << 20,
-            max_process_series: 5000,
-        }
-    }
-}
 
 /// The exporter's own figures, kept across samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -53,13 +36,6 @@ impl ExporterStats {
             .unreadable_processes
             .saturating_add(u64::from(stats.unreadable));
     }
-}
-
-pub(crate) fn l(pairs: &[(&str, String)]) -> Labels {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
 }
 
 fn opt(v: &Option<String>) -> String {

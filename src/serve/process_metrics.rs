@@ -7,8 +7,7 @@
 //! series every further process is folded there too. Zero values are not written: a process's
 //! empty regions would be most of the exposition and say nothing.
 
-use super::family::{Labels, SortedGauges};
-use super::metrics::{l, MetricsOptions};
+use super::family::{l, Labels, SortedGauges};
 use crate::ledger::{Ledger, ProcessRow, Usage};
 
 /// The three per-process families.
@@ -20,6 +19,24 @@ pub(crate) struct ProcessFamilies {
     pub total: SortedGauges,
     /// `gpuledger_process_memory_shared_bytes`: the part shared with other processes.
     pub shared: SortedGauges,
+}
+
+/// Cardinality bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricsOptions {
+    /// Processes below this many resident GPU bytes are folded into `pid="other"`.
+    pub min_process_bytes: u64,
+    /// At most this many per-process series; the rest are folded into `pid="other"`.
+    pub max_process_series: usize,
+}
+
+impl Default for MetricsOptions {
+    fn default() -> Self {
+        MetricsOptions {
+            min_process_bytes: 64 << 20,
+            max_process_series: 5000,
+        }
+    }
 }
 
 /// The families of every process of `ledger`.

@@ -1,7 +1,7 @@
 //! What each simulated process holds on each card at a moment, scenario by scenario.
 
 use super::cards::Card;
-use super::model::{Backing, Scenario, SimParams};
+use super::params::{Backing, Scenario, SimParams};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1 << 20;

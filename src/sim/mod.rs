@@ -47,12 +47,16 @@ mod fdinfo_text;
 mod memory;
 mod model;
 mod nvidia;
+mod params;
 pub mod run;
+mod state;
 pub mod truth;
 mod visibility;
 mod write;
 
 pub use crate::sources::sim_job::{read_job_end, JobEnd, JobEndError, JobOutcome, JOB_END_SCHEMA};
-pub use model::{Backing, Scenario, SimFd, SimParams, SimProcess, SimState, Simulation};
+pub use model::Simulation;
+pub use params::{Backing, Scenario, SimParams};
+pub use state::{SimFd, SimProcess, SimState};
 pub use visibility::Visibility;
 pub use write::LiveWriter;

@@ -3,7 +3,7 @@
 //! `/dev/zero` mapping that holds `cudaHostAlloc` memory in its smaps.
 
 use super::memory::ProcMem;
-use super::model::SimFd;
+use super::state::SimFd;
 use crate::sources::nvml::NvGpu;
 
 /// An H200's VRAM as NVML reports it.

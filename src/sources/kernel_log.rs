@@ -15,7 +15,6 @@
 use super::kmsg::{classify, parse_log, KernelEvent, Kmsg, KmsgRecord};
 use crate::layout;
 use crate::root::Root;
-use crate::snapshot::{IssueReason, ScanIssue, ScanStats};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read};
 use std::process::{Command, Stdio};
@@ -88,27 +87,6 @@ impl WholeLog {
             unreadable,
             boot_s,
         }
-    }
-
-    /// Adds the unreadable log to the scan's notes (once per snapshot), so no view is silent
-    /// about findings it could not look for.
-    pub fn note(&self, stats: &mut ScanStats) {
-        let Some(why) = &self.unreadable else {
-            return;
-        };
-        stats.issues_total = stats.issues_total.saturating_add(1);
-        // First, so that the views that list only the first few issues still show it.
-        stats.issues.insert(
-            0,
-            ScanIssue {
-                path: layout::LIVE_KMSG.into(),
-                reason: IssueReason::Unreadable,
-                detail: format!(
-                    "kernel log not read ({why}): no findings for page-allocation failures, OOM \
-                 kills or GPU driver errors; run as root, or as a member of systemd-journal"
-                ),
-            },
-        );
     }
 }
 
@@ -388,15 +366,11 @@ not json
     }
 
     #[test]
-    fn an_unreadable_tree_log_is_noted_once() {
+    fn an_unreadable_tree_log_says_why() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("dev/kmsg")).unwrap();
         let root = Root::open(dir.path()).unwrap();
         let log = WholeLog::read(&root);
         assert!(log.unreadable.is_some());
-        let mut stats = ScanStats::default();
-        log.note(&mut stats);
-        assert_eq!(stats.issues_total, 1);
-        assert!(stats.issues[0].detail.contains("OOM kills"));
     }
 }

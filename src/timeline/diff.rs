@@ -264,7 +264,6 @@ fn verdict(a: &RunSummary, b: &RunSummary) -> String {
 mod tests {
     use super::*;
     use crate::findings::{Backing, Finding, Kind, Severity};
-    use crate::outputs::diff::render_diff;
     use crate::recording::Recording;
     use crate::timeline::Peak;
 
@@ -431,12 +430,6 @@ mod tests {
             assert!(w.contains("ran different jobs"), "{w}");
             assert_eq!(d.verdict, None);
             assert!(!d.rows.is_empty(), "the table is still there");
-            let text = render_diff(&d, "a", "b");
-            let flowed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            assert!(
-                flowed.contains(&w) && !text.contains("bookkeeping"),
-                "{text}"
-            );
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod diff;
 mod diff_row;
 pub mod evidence;
 mod evidence_rows;
+mod group_members;
 mod job_end;
 mod job_set;
 mod patterns;
