@@ -4,7 +4,7 @@
 use crate::cli::{DoctorPlan, Format, Globals};
 use anyhow::Result;
 use gpuledger::findings;
-use gpuledger::outputs::doctor::{render_json, render_text};
+use gpuledger::outputs::doctor::{render_json, render_text_fit};
 use std::process::ExitCode;
 
 /// Runs `doctor`'s plan.
@@ -19,7 +19,7 @@ pub fn run(g: &Globals, plan: DoctorPlan) -> Result<ExitCode> {
     super::print(&match plan.format {
         Format::Json => render_json(&report),
         Format::Csv => gpuledger::outputs::csv_views::doctor(&report)?,
-        Format::Table => render_text(&report),
+        Format::Table => render_text_fit(&report, g.paint.width),
     })?;
     Ok(super::fail_on(
         findings::worst(&report.findings),

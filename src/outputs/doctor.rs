@@ -2,7 +2,7 @@
 //! and the JSON document.
 
 use super::safe_text::safe;
-use super::text_table::{render, Align};
+use super::text_table::{render_fit, Align};
 use crate::doctor::{HostOutlook, Job, Report};
 use crate::findings::{self, Finding, Severity};
 use crate::knowledge::Assessment;
@@ -13,8 +13,9 @@ pub fn render_json(r: &Report) -> String {
     serde_json::to_string_pretty(r).expect("plain data serialises") + "\n"
 }
 
-/// The text report.
-pub fn render_text(r: &Report) -> String {
+/// The text report, fitted to `width` columns: the device table wraps its name column, longer lines wrap under
+/// their own indent.
+pub fn render_text_fit(r: &Report, width: usize) -> String {
     let mut out = format!("gpuledger doctor: {}\n\n", safe(&r.root));
     out.push_str(&format!(
         "Kernel: {}\n",
@@ -55,7 +56,7 @@ pub fn render_text(r: &Report) -> String {
     let headers = [
         ("DEVICE", Align::Left),
         ("ID", Align::Left),
-        ("NAME", Align::Left),
+        ("NAME", Align::Wrap),
         ("DRIVER", Align::Left),
         ("ROOT PORT", Align::Left),
         ("P2PMEM", Align::Left),
@@ -63,7 +64,7 @@ pub fn render_text(r: &Report) -> String {
     if rows.is_empty() {
         out.push_str("  no DRM or accel devices\n");
     } else {
-        out.push_str(&render("  ", &headers, &rows));
+        out.push_str(&render_fit("  ", &headers, &rows, width));
     }
     out.push_str(&format!("  {}\n", r.p2p));
     if let Some(job) = &r.job {
@@ -80,7 +81,7 @@ pub fn render_text(r: &Report) -> String {
         }
     }
     out.push_str(&render_verdict(&r.findings, &r.notes));
-    out
+    super::wrap::fit(&out, width)
 }
 
 /// The closing verdict: the snapshot's findings of this root by severity, each named, and the

@@ -123,9 +123,44 @@ pub fn paragraph(indent: &str, text: &str, width: usize) -> String {
     hanging(indent, indent.len(), indent.len() + 2, text, width)
 }
 
+/// Every line of `text` longer than `width` columns wrapped at words, its continuation lines
+/// indented two spaces more than the line itself; lines that fit are kept as they are.
+pub fn fit(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        out.push_str(&hanging(
+            indent,
+            indent.len(),
+            indent.len() + 2,
+            body,
+            width,
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fit_wraps_only_long_lines_under_their_indent() {
+        let text = "short\n  a long line of words that goes past the width\n";
+        let got = fit(text, 20);
+        assert!(
+            got.starts_with("short\n  a long line of\n    words"),
+            "{got}"
+        );
+        assert!(got.lines().all(|l| l.chars().count() <= 20), "{got}");
+        assert_eq!(fit("fits\n", 20), "fits\n");
+    }
 
     #[test]
     fn words_stay_whole_and_lines_fit() {

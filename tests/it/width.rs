@@ -285,3 +285,12 @@ fn a_wider_terminal_gets_wider_tables() {
     let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
     assert!(widest > 80 && widest <= 120, "{widest}: {text}");
 }
+
+#[test]
+fn doctor_fits_80_columns() {
+    for name in ["seed-2622", "nvidia", "amdgpu", "xe-two-tile"] {
+        let root = fixture(name);
+        let text = stdout_of(&["--root", path(&root), "doctor"], 0);
+        assert_fits(&format!("doctor of {name}"), &text);
+    }
+}
