@@ -194,7 +194,8 @@ impl JobSet {
 }
 
 /// Why recordings that name no job look like separate runs rather than one job's nodes: one
-/// host recorded twice, commands that differ, or times that do not overlap.
+/// host recorded twice, different programs (nodes of one job run the same launcher, with
+/// per-node arguments such as `--node-rank`), or sample times that do not overlap.
 fn unlike_one_job(runs: &[(String, Recording)]) -> Option<String> {
     let mut why = Vec::new();
     let mut hosts = BTreeSet::new();
@@ -207,23 +208,26 @@ fn unlike_one_job(runs: &[(String, Recording)]) -> Option<String> {
         let list: Vec<&str> = twice.iter().map(String::as_str).collect();
         why.push(format!("{} recorded more than once", list.join(", ")));
     }
-    let commands: BTreeSet<&str> = runs
+    let programs: BTreeSet<String> = runs
         .iter()
-        .filter_map(|(_, r)| r.meta.get("command").map(String::as_str))
-        .filter(|c| !c.is_empty())
+        .filter_map(|(_, r)| r.command().into_iter().next())
+        .map(|p| match p.rsplit_once('/') {
+            Some((_, name)) => name.to_string(),
+            None => p,
+        })
         .collect();
-    if commands.len() > 1 {
-        why.push(format!("{} different commands", commands.len()));
+    if programs.len() > 1 {
+        let list: Vec<&str> = programs.iter().map(String::as_str).collect();
+        why.push(format!("different programs ({})", list.join(", ")));
     }
-    let ms = |r: &Recording, k: &str| r.meta.get(k).and_then(|v| v.parse::<u64>().ok());
     let spans: Vec<(u64, u64)> = runs
         .iter()
-        .filter_map(|(_, r)| Some((ms(r, "started_ms")?, ms(r, "ended_ms")?)))
+        .filter(|(_, r)| r.host.samples > 0)
+        .map(|(_, r)| (r.host.first_ms, r.host.last_ms))
         .collect();
-    let apart = spans.len() == runs.len()
-        && spans
-            .iter()
-            .any(|a| spans.iter().any(|b| a.1 < b.0 || b.1 < a.0));
+    let apart = spans
+        .iter()
+        .any(|a| spans.iter().any(|b| a.1 < b.0 || b.1 < a.0));
     if apart {
         why.push("times that do not overlap".into());
     }
@@ -289,5 +293,58 @@ fn add_held(a: Option<DriverHeld>, b: Option<DriverHeld>) -> Option<DriverHeld> 
             other_unaccounted: add_opt(x.other_unaccounted, y.other_unaccounted),
         }),
         (x, y) => x.or(y),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::HostSummary;
+
+    /// A recording made on `host` of `command`, sampled from `from` to `to` ms.
+    fn run(host: &str, command: &[&str], from: u64, to: u64) -> (String, Recording) {
+        let command = serde_json::to_string(command).unwrap();
+        let rec = Recording {
+            meta: [("hostname", host), ("command", command.as_str())]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            host: HostSummary {
+                samples: 3,
+                first_ms: from,
+                last_ms: to,
+                ..HostSummary::default()
+            },
+            ..Recording::default()
+        };
+        (format!("{host}.ledger"), rec)
+    }
+
+    #[test]
+    fn nodes_of_one_multi_node_launch_are_not_flagged() {
+        let node = |host, rank| {
+            run(
+                host,
+                &["/usr/bin/torchrun", "--node-rank", rank, "t.py"],
+                0,
+                9,
+            )
+        };
+        let set = JobSet::of(&[node("gpu-07", "0"), node("gpu-08", "1")]);
+        assert_eq!(set.warning, None);
+    }
+
+    #[test]
+    fn one_host_twice_other_programs_or_apart_in_time_are_flagged() {
+        let why = |runs: &[(String, Recording)]| JobSet::of(runs).warning.unwrap_or_default();
+        let w = why(&[
+            run("vm", &["python3"], 0, 9),
+            run("vm", &["python3"], 5, 20),
+        ]);
+        assert!(w.contains("vm recorded more than once"), "{w}");
+        let w = why(&[run("a", &["sleep"], 0, 9), run("b", &["/bin/sh"], 0, 9)]);
+        assert!(w.contains("different programs (sh, sleep)"), "{w}");
+        let w = why(&[run("a", &["x"], 0, 9), run("b", &["x"], 10, 20)]);
+        assert!(w.contains("times that do not overlap"), "{w}");
     }
 }

@@ -176,9 +176,13 @@ fn unrelated_recordings_in_one_directory_are_flagged() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("runs");
     std::fs::create_dir(&dir).unwrap();
-    for (name, job) in [("first", "sleep 0.2"), ("second", "sleep 0.3")] {
+    let jobs: [(&str, &[&str]); 2] = [
+        ("first", &["sleep", "0.2"]),
+        ("second", &["sh", "-c", "sleep 0.3"]),
+    ];
+    for (name, job) in jobs {
         let ledger = dir.join(format!("{name}.ledger"));
-        run_ok(&mut record_job(None, "100ms", &ledger, &["sh", "-c", job]));
+        run_ok(&mut record_job(None, "100ms", &ledger, job));
     }
     let text = stdout_of(&["show", dir.to_str().unwrap()], 0);
     assert!(
@@ -190,7 +194,7 @@ fn unrelated_recordings_in_one_directory_are_flagged() {
     for why in [
         "look like separate runs",
         "recorded more than once",
-        "2 different commands",
+        "different programs (sh, sleep)",
         "times that do not overlap",
     ] {
         assert!(warning.contains(why), "{why}: {warning}");
