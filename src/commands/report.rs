@@ -45,16 +45,21 @@ pub fn run(g: &Globals, plan: ReportPlan) -> Result<ExitCode> {
         .collect();
     let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
     let snapshot = sampler.sample()?;
-    let mut known = KnownIssues::of_machine(sampler.root(), &snapshot)
-        .context("the embedded known-issues base")?;
-    let mut machine = this_machine(&sampler, snapshot, t);
     // Recordings and no --root: the report describes the recorded machine, and says how the
-    // one it is written on differs; the known issues are matched against it too.
-    if let (None, Some((name, rec))) = (&g.root, recordings.first()) {
-        machine = recorded_machine(name, rec, &recordings, &machine);
-        known = KnownIssues::of_recording(&machine.system, &rec.devices)
-            .context("the embedded known-issues base")?;
-    }
+    // one it is written on differs; the known issues are matched against the machine described.
+    let (known, machine) = match (&g.root, recordings.first()) {
+        (None, Some((name, rec))) => {
+            let here = this_machine(&sampler, snapshot, t);
+            let recorded = recorded_machine(name, rec, &recordings, &here);
+            let known = KnownIssues::of_recording(&recorded.system, &rec.devices);
+            (known, recorded)
+        }
+        _ => {
+            let known = KnownIssues::of_machine(sampler.root(), &snapshot);
+            (known, this_machine(&sampler, snapshot, t))
+        }
+    };
+    let known = known.context("the embedded known-issues base")?;
     let Machine {
         ledger,
         findings,
