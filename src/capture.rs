@@ -203,7 +203,7 @@ pub fn capture(
     if !(name.ends_with(".tar.zst") || name.ends_with(".tzst") || name.ends_with(".tar")) {
         return capture_tree(root, pids, out);
     }
-    let tmp = tempfile::tempdir().map_err(|source| CaptureError::Write {
+    let tmp = crate::private::dir(crate::private::Kind::Capture).map_err(|source| CaptureError::Write {
         path: out.to_path_buf(),
         source,
     })?;

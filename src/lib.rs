@@ -22,6 +22,7 @@ pub mod layout;
 pub mod ledger;
 pub mod observe;
 pub mod outputs;
+pub mod private;
 pub mod recording;
 pub mod report;
 pub mod root;

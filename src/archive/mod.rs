@@ -101,10 +101,7 @@ fn extract_with(
     };
     let started = clock.now();
     walk(path, &mut Budget::new(clock, started), &mut |_, _| Ok(()))?;
-    let dir = tempfile::Builder::new()
-        .prefix("gpuledger-root-")
-        .tempdir_in(parent)
-        .map_err(io_err)?;
+    let dir = crate::private::dir_in(crate::private::Kind::Root, parent).map_err(io_err)?;
     let dest = Beneath::open(dir.path()).map_err(io_err)?;
     let mut links = Vec::new();
     walk(

@@ -8,7 +8,6 @@
 use super::{Collector, SCAN_BYTES};
 use crate::root::{Root, UserTree};
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -37,12 +36,9 @@ impl MarkerFile {
     /// Creates an empty marker file in a new private (0700) temporary directory, removed when
     /// this is dropped.
     pub fn create() -> io::Result<MarkerFile> {
-        let dir = tempfile::Builder::new()
-            .prefix("gpuledger-markers-")
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()?;
+        let dir = crate::private::dir(crate::private::Kind::Markers)?;
         let path = dir.path().join(NAME);
-        std::fs::File::create(&path)?;
+        crate::private::create_file(&path)?;
         let tree = Root::live().user_tree(dir.path(), READ_BUDGET)?;
         Ok(MarkerFile {
             _dir: dir,

@@ -128,6 +128,14 @@ pub enum RecordingError {
         /// The value and its column.
         source: UnknownValue,
     },
+    /// The file is a recording (or an SQLite database) cut short or corrupted.
+    #[error("{path} is damaged ({why}); a recording cut short by a full disk or a partial copy keeps only what its last checkpoint held: copy it again from where it was recorded")]
+    Damaged {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
     /// Written by a newer gpuledger.
     #[error("{path} was recorded by a newer gpuledger (schema version {found}; this one reads {OLDEST_READABLE} to {SCHEMA_VERSION}); upgrade gpuledger to read it")]
     Newer {

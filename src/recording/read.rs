@@ -97,6 +97,28 @@ impl Recording {
     }
 }
 
+/// The reader's error for a file that cannot be opened as a recording: what happened (permission
+/// denied, truncated, not a database), never the file's bytes.
+fn open_error(path: &str, e: super::read_open::OpenError) -> RecordingError {
+    use super::read_open::OpenError;
+    let path = path.to_string();
+    match e {
+        OpenError::Io(source) => RecordingError::Unreadable { path, source },
+        OpenError::NotSqlite(why) => RecordingError::NotARecording { path, why },
+        OpenError::Truncated(why) => RecordingError::Damaged { path, why },
+        OpenError::Sqlite(e) => match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseCorrupt) => RecordingError::Damaged {
+                path,
+                why: e.to_string(),
+            },
+            _ => RecordingError::NotARecording {
+                path,
+                why: e.to_string(),
+            },
+        },
+    }
+}
+
 /// Opens and reads a recording without writing to it or beside it (a recorder may still be
 /// writing it).
 pub fn open(path: &Path) -> Result<Recording, RecordingError> {
@@ -112,7 +134,7 @@ pub fn open(path: &Path) -> Result<Recording, RecordingError> {
     if !meta.is_file() {
         return Err(not("not a regular file".into()));
     }
-    let opened = super::read_open::open(path).map_err(not)?;
+    let opened = super::read_open::open(path).map_err(|e| open_error(&p, e))?;
     let conn = &opened.conn;
     let mut layout = check(conn).map_err(not)?;
     let meta: BTreeMap<String, String> = (|| {

@@ -67,7 +67,7 @@ pub struct TreeWriter {
 impl TreeWriter {
     /// A writer rooted at `base` (created if missing).
     pub fn new(base: &Path) -> io::Result<TreeWriter> {
-        std::fs::create_dir_all(base)?;
+        make_dirs(base)?;
         Ok(TreeWriter {
             base: base.to_path_buf(),
         })
@@ -122,7 +122,7 @@ impl TreeWriter {
     pub fn file(&self, rel: impl AsRef<Path>, data: impl AsRef<[u8]>) -> io::Result<()> {
         let path = self.base.join(rel.as_ref());
         let dir = path.parent().unwrap_or(&self.base);
-        std::fs::create_dir_all(dir)?;
+        make_dirs(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         tmp.write_all(data.as_ref())?;
         tmp.persist(&path).map_err(|e| e.error)?;
@@ -133,7 +133,7 @@ impl TreeWriter {
     pub fn symlink(&self, rel: impl AsRef<Path>, target: impl AsRef<Path>) -> io::Result<()> {
         let path = self.base.join(rel.as_ref());
         let dir = path.parent().unwrap_or(&self.base);
-        std::fs::create_dir_all(dir)?;
+        make_dirs(dir)?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -169,7 +169,7 @@ impl TreeWriter {
             status.push_str(&format!("NSpid:\t{}\n", ns.join("\t")));
         }
         self.file(layout::proc_file(pid, "status"), status)?;
-        std::fs::create_dir_all(self.base.join(layout::fd_dir(pid)))
+        make_dirs(&self.base.join(layout::fd_dir(pid)))
     }
 
     /// Writes fd `fd` of `pid`: the link text as the kernel shows it and, for DRM fds, the
@@ -275,6 +275,16 @@ impl TreeWriter {
 /// The real path of the directory `base` names (`None` when it does not exist), found from the
 /// directory itself, opened without following a link in its last component: a symlinked `base`
 /// is refused, and what is cleared is the directory that was opened.
+/// Creates `dir` and its missing parents as 0755 whatever the umask (a tree's files are 0600: it
+/// holds process command lines and environments).
+fn make_dirs(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+}
+
 fn own_directory(base: &Path) -> Result<Option<PathBuf>, FreshTreeError> {
     let io_err = |source| FreshTreeError::Io {
         path: base.to_path_buf(),
