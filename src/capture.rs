@@ -203,9 +203,11 @@ pub fn capture(
     if !(name.ends_with(".tar.zst") || name.ends_with(".tzst") || name.ends_with(".tar")) {
         return capture_tree(root, pids, out);
     }
-    let tmp = crate::private::dir(crate::private::Kind::Capture).map_err(|source| CaptureError::Write {
-        path: out.to_path_buf(),
-        source,
+    let tmp = crate::private::dir(crate::private::Kind::Capture).map_err(|source| {
+        CaptureError::Write {
+            path: out.to_path_buf(),
+            source,
+        }
     })?;
     let summary = capture_tree(root, pids, tmp.path())?;
     crate::archive::pack(tmp.path(), out).map_err(|source| CaptureError::Write {

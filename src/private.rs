@@ -67,7 +67,11 @@ pub fn dir_in(kind: Kind, parent: &Path) -> io::Result<tempfile::TempDir> {
         clean_leftovers(&std::env::temp_dir());
     });
     let dir = tempfile::Builder::new()
-        .prefix(&format!("{PREFIX}{}-{}-", kind.as_str(), std::process::id()))
+        .prefix(&format!(
+            "{PREFIX}{}-{}-",
+            kind.as_str(),
+            std::process::id()
+        ))
         .permissions(std::fs::Permissions::from_mode(DIR_MODE))
         .tempdir_in(parent)?;
     // The mode asked of mkdir passes through the umask, which only removes bits; set it anyway

@@ -105,7 +105,10 @@ fn open_error(path: &str, e: super::read_open::OpenError) -> RecordingError {
     match e {
         OpenError::Io(source) => RecordingError::Unreadable { path, source },
         OpenError::NotSqlite(why) => RecordingError::NotARecording { path, why },
-        OpenError::Truncated(why) => RecordingError::Damaged { path, why },
+        OpenError::Truncated(why) => RecordingError::Damaged {
+            path,
+            why: format!("truncated: {why}"),
+        },
         OpenError::Sqlite(e) => match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseCorrupt) => RecordingError::Damaged {
                 path,

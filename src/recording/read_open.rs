@@ -60,8 +60,7 @@ const HEADER_BYTES: usize = 100;
 /// `/proc/self/fd`), so the file cannot be swapped between the check and the read.
 pub(super) fn open(path: &Path) -> Result<Opened, OpenError> {
     let wal = beside(path, "-wal");
-    let wal_meta = wal.symlink_metadata().ok().filter(|m| m.len() > 0);
-    let Some(wal_meta) = wal_meta else {
+    let Ok(wal_meta) = wal.symlink_metadata() else {
         let file = open_checked(path, OFlags::empty(), MAX_COPY_BYTES)?;
         return Ok(Opened {
             conn: immutable(&fd_path(&file))?,
@@ -69,7 +68,7 @@ pub(super) fn open(path: &Path) -> Result<Opened, OpenError> {
         });
     };
     let nofollow = OFlags::NOFOLLOW;
-    let copyable = wal_meta.is_file() && wal_meta.len() <= MAX_WAL_BYTES;
+    let copyable = wal_meta.is_file() && (1..=MAX_WAL_BYTES).contains(&wal_meta.len());
     let file = open_checked(path, nofollow, MAX_COPY_BYTES).map_err(|e| match e {
         OpenError::Io(io) if io.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
             OpenError::NotSqlite(
@@ -195,7 +194,9 @@ fn open_wal(wal: &Path) -> Result<File, OpenError> {
     // ref: sqlite.org/fileformat.html, "WAL File Format": 0x377f0682 or 0x377f0683.
     match (got, u32::from_be_bytes(magic)) {
         (4, 0x377f_0682 | 0x377f_0683) if file.metadata()?.is_file() => Ok(file),
-        _ => Err(OpenError::NotSqlite("its -wal is no SQLite write-ahead log".into())),
+        _ => Err(OpenError::NotSqlite(
+            "its -wal is no SQLite write-ahead log".into(),
+        )),
     }
 }
 

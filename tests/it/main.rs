@@ -32,6 +32,7 @@ mod one_verdict;
 mod oracle;
 mod output_hardening;
 mod plot_chromium;
+mod private_copies;
 mod project;
 mod report;
 mod scaling;
