@@ -13,7 +13,8 @@ use crate::job_output::RateSpec;
 use crate::ledger::{Ledger, MemClass};
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
-use crate::sources::kmsg::{self, KernelLog};
+use crate::sources::kernel_log;
+use crate::sources::kmsg::KernelLog;
 use crate::sources::meminfo::read_version;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -280,7 +281,7 @@ pub fn record(
     if write_error.is_none() {
         let mut finish = || -> Result<(), RecordingError> {
             if kmsg.is_none() && live {
-                recorder.add_kernel(&kmsg::journal_since(started_ms / 1000))?;
+                recorder.add_kernel(&kernel_log::journal_since(started_ms / 1000))?;
             }
             if let Some((l, _)) = &listener {
                 // The job's last events (its exit flush) are in flight when it is reaped.

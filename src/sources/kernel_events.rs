@@ -7,10 +7,14 @@
 //! total-vm:…kB, anon-rss:…kB, file-rss:…kB, shmem-rss:…kB, …"); NVIDIA's driver
 //! ("NVRM: Xid (PCI:DDDD:BB:DD): N, …", ids per NVIDIA's public Xid catalog); xe, i915 and amdgpu
 //! print "DRIVER DDDD:BB:DD.F: …" (drm `dev_*` printing) for resets, hangs and faults.
+//!
+//! Only records [`kernel_lines::trusted`] are read, with the anchored shapes of
+//! [`kernel_lines`]: no text a user chooses (a task or file name) can make a fact. An OOM victim
+//! is cross-checked with the `oom-kill:` summary the kernel prints just before it (4.19+): a
+//! summary that names another pid makes the kill line no fact.
 
+use super::kernel_lines::{self, leading_comm, trusted, Shapes};
 use super::kmsg::KmsgRecord;
-use regex::Regex;
-use std::sync::LazyLock;
 
 /// How far after a failure header its task line and stack are looked for.
 const STACK_WINDOW: usize = 48;
@@ -92,40 +96,6 @@ pub struct GpuError {
     pub message: String,
 }
 
-/// The line patterns, compiled once (constants; the tests check that they compile).
-struct Patterns {
-    alloc: Regex,
-    task: Regex,
-    oom: Regex,
-    xid: Regex,
-    drm_dev: Regex,
-    xid_pid: Regex,
-}
-
-static PATTERNS: LazyLock<Option<Patterns>> = LazyLock::new(Patterns::compile);
-
-impl Patterns {
-    fn compile() -> Option<Patterns> {
-        let re = |p: &str| Regex::new(p).ok();
-        Some(Patterns {
-            alloc: re(
-                r"(?:(.*): )?page allocation failure: order:(\d+)(?:, mode:(0x[0-9a-fA-F]+(?:\([^)]*\))?))?",
-            )?,
-            task: re(r"^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (.*?) (?:Not tainted|Tainted)")?,
-            oom: re(
-                r"(Memory cgroup )?(?:[Oo]ut of memory: )?Killed process (\d+) \((.*)\) total-vm:[\d,]+kB, anon-rss:([\d,]+)kB, file-rss:([\d,]+)kB(?:, shmem-rss:([\d,]+)kB)?",
-            )?,
-            xid: re(
-                r"NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\): (\d+),(.*)",
-            )?,
-            drm_dev: re(
-                r"\b(xe|i915|amdgpu) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):",
-            )?,
-            xid_pid: re(r"pid=(\d+)")?,
-        })
-    }
-}
-
 fn num(s: &str) -> u64 {
     s.replace(',', "").parse().unwrap_or(0)
 }
@@ -153,60 +123,91 @@ fn is_gpu_error(r: &KmsgRecord) -> bool {
 
 /// Every event the records hold, oldest first.
 pub fn parse(records: &[KmsgRecord]) -> Vec<KernelFact> {
-    let Some(p) = PATTERNS.as_ref() else {
+    let Some(p) = kernel_lines::shapes() else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for (i, r) in records.iter().enumerate() {
-        let m = r.message.as_str();
-        if let Some(c) = p.alloc.captures(m) {
-            let (pid, gpu_stack) = task_and_stack(p, &records[i + 1..]);
-            out.push(KernelFact::AllocFailure(AllocFailure {
-                usec: r.usec,
-                comm: c.get(1).map_or("a task", |m| m.as_str()).to_string(),
-                pid,
-                order: c[2].parse().unwrap_or(0),
-                mode: c.get(3).map(|m| m.as_str().to_string()),
-                gpu_stack,
-            }));
-        } else if let Some(c) = p.oom.captures(m) {
-            out.push(KernelFact::OomKill(OomKill {
-                usec: r.usec,
-                pid: c[2].parse().unwrap_or(0),
-                comm: c[3].to_string(),
-                anon_kib: num(&c[4]),
-                file_kib: num(&c[5]),
-                shmem_kib: c.get(6).map_or(0, |m| num(m.as_str())),
-                cgroup: c.get(1).is_some(),
-            }));
-        } else if let Some(c) = p.xid.captures(m) {
-            out.push(KernelFact::GpuError(GpuError {
-                usec: r.usec,
-                driver: "nvidia".into(),
-                device: Some(format!("{}.0", c[1].to_lowercase())),
-                xid: c[2].parse().ok(),
-                pid: p.xid_pid.captures(&c[3]).and_then(|p| p[1].parse().ok()),
-                message: m.to_string(),
-            }));
-        } else if let Some(c) = p.drm_dev.captures(m).filter(|_| is_gpu_error(r)) {
-            out.push(KernelFact::GpuError(GpuError {
-                usec: r.usec,
-                driver: c[1].to_string(),
-                device: Some(c[2].to_lowercase()),
-                xid: None,
-                pid: None,
-                message: m.to_string(),
-            }));
-        }
+    (0..records.len())
+        .filter(|&i| trusted(&records[i]))
+        .filter_map(|i| fact(p, records, i))
+        .collect()
+}
+
+/// What record `i` says, read with what comes before and after it.
+fn fact(p: &Shapes, records: &[KmsgRecord], i: usize) -> Option<KernelFact> {
+    let r = &records[i];
+    let m = r.message.as_str();
+    if let Some(comm) = leading_comm(&p.alloc, m) {
+        return alloc(p, r, comm, &records[i + 1..]);
     }
-    out
+    if let Some(c) = p.oom.captures(m).filter(|c| kernel_lines::comm_fits(&c[3])) {
+        let kill = OomKill {
+            usec: r.usec,
+            pid: c[2].parse().unwrap_or(0),
+            comm: c[3].to_string(),
+            anon_kib: num(&c[4]),
+            file_kib: num(&c[5]),
+            shmem_kib: c.get(6).map_or(0, |m| num(m.as_str())),
+            cgroup: c.get(1).is_some(),
+        };
+        return summary_agrees(p, &records[..i], kill.pid).then_some(KernelFact::OomKill(kill));
+    }
+    if let Some(c) = p.xid.captures(m) {
+        return Some(KernelFact::GpuError(GpuError {
+            usec: r.usec,
+            driver: "nvidia".into(),
+            device: Some(format!("{}.0", c[1].to_lowercase())),
+            xid: c[2].parse().ok(),
+            pid: p.xid_pid.captures(&c[3]).and_then(|p| p[1].parse().ok()),
+            message: m.to_string(),
+        }));
+    }
+    let c = p.drm_dev.captures(m).filter(|_| is_gpu_error(r))?;
+    Some(KernelFact::GpuError(GpuError {
+        usec: r.usec,
+        driver: c[1].to_string(),
+        device: Some(c[2].to_lowercase()),
+        xid: None,
+        pid: None,
+        message: m.to_string(),
+    }))
+}
+
+/// A page-allocation failure header and what its task line and stack after it say.
+fn alloc(p: &Shapes, r: &KmsgRecord, comm: &str, after: &[KmsgRecord]) -> Option<KernelFact> {
+    let c = p.alloc.captures(&r.message)?;
+    let (pid, gpu_stack) = task_and_stack(p, after);
+    Some(KernelFact::AllocFailure(AllocFailure {
+        usec: r.usec,
+        comm: comm.to_string(),
+        pid,
+        order: c[2].parse().unwrap_or(0),
+        mode: c.get(3).map(|m| m.as_str().to_string()),
+        gpu_stack,
+    }))
+}
+
+/// Records before an OOM kill line that can hold its `oom-kill:` summary.
+const SUMMARY_WINDOW: usize = 64;
+
+/// Whether the `oom-kill:` summary nearest before a kill line (within the window, and not before
+/// the previous kill) names the same pid; a log without one (a kernel before 4.19, an excerpt)
+/// leaves the kill line to stand on its own anchored shape.
+fn summary_agrees(p: &Shapes, before: &[KmsgRecord], pid: u32) -> bool {
+    let nearest = before
+        .iter()
+        .rev()
+        .take(SUMMARY_WINDOW)
+        .filter(|r| trusted(r))
+        .take_while(|r| !p.oom.is_match(&r.message))
+        .find_map(|r| p.oom_summary.captures(&r.message));
+    nearest.is_none_or(|c| c[1].parse() == Ok(pid))
 }
 
 /// The pid of the task line after a failure header and whether its stack passes a GPU module.
-fn task_and_stack(p: &Patterns, after: &[KmsgRecord]) -> (Option<u32>, bool) {
+fn task_and_stack(p: &Shapes, after: &[KmsgRecord]) -> (Option<u32>, bool) {
     let mut pid = None;
     let mut gpu = false;
-    for r in after.iter().take(STACK_WINDOW) {
+    for r in after.iter().take(STACK_WINDOW).filter(|r| trusted(r)) {
         let m = r.message.as_str();
         if m.starts_with("Mem-Info:") || p.alloc.is_match(m) {
             break;
@@ -265,7 +266,7 @@ mod tests {
 
     #[test]
     fn the_patterns_compile() {
-        assert!(PATTERNS.is_some());
+        assert!(kernel_lines::shapes().is_some());
     }
 
     #[test]
@@ -320,6 +321,30 @@ mod tests {
         );
     }
 
+    /// The kernel's `oom-kill:` summary names the victim just before the kill line: a kill line
+    /// whose summary names another pid is no fact; one with its summary, or none, is.
+    #[test]
+    fn a_kill_line_must_agree_with_its_oom_summary() {
+        let kill = "Out of memory: Killed process 4242 (python3) total-vm:1kB, anon-rss:9kB, file-rss:0kB, shmem-rss:0kB";
+        let summary = |pid: u32| {
+            format!("oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/user.slice,task=python3,pid={pid},uid=1000")
+        };
+        let kills = |log: &[KmsgRecord]| {
+            parse(log)
+                .iter()
+                .filter(|f| matches!(f, KernelFact::OomKill(_)))
+                .count()
+        };
+        assert_eq!(kills(&[rec(6, 1, &summary(4242)), rec(3, 2, kill)]), 1);
+        assert_eq!(kills(&[rec(6, 1, &summary(77)), rec(3, 2, kill)]), 0);
+        assert_eq!(kills(&[rec(3, 2, kill)]), 1);
+        // A task named to look like a summary's tail cannot move the pid: the last one counts.
+        let named = "oom-kill:constraint=CONSTRAINT_NONE,task=x,pid=4242,uid=0,pid=77,uid=1000";
+        assert_eq!(kills(&[rec(6, 1, named), rec(3, 2, kill)]), 0);
+        // Lines user space writes into /dev/kmsg (facility LOG_USER) are never facts.
+        assert_eq!(kills(&[rec(8 + 3, 2, kill)]), 0);
+    }
+
     /// Older kernels' shapes: a header without its mode, a kill line without shmem-rss and
     /// without the "Out of memory: " prefix (4.x printed it on a line of its own).
     #[test]
@@ -348,13 +373,14 @@ mod tests {
         /// the lines a report quotes as evidence are the lines the findings rest on.
         #[test]
         fn every_classified_failure_is_a_fact(
-            prefix in "\\PC{0,40}",
+            comm in "[ -~]{1,15}",
             order in 0u32..11,
             suffix in "\\PC{0,60}",
         ) {
-            let m = format!("{prefix}page allocation failure: order:{order}{suffix}");
-            prop_assume!(super::super::kmsg::classify(&m) == Some(super::super::kmsg::KernelEvent::PageAllocationFailure));
-            let facts = parse(&[rec(4, 1, &m)]);
+            let m = format!("{comm}: page allocation failure: order:{order}{suffix}");
+            let r = rec(4, 1, &m);
+            prop_assume!(super::super::kmsg::classify(&r) == Some(super::super::kmsg::KernelEvent::PageAllocationFailure));
+            let facts = parse(&[r]);
             prop_assert!(matches!(facts.first(), Some(KernelFact::AllocFailure(_))), "{m:?}: {facts:?}");
         }
 
@@ -364,6 +390,34 @@ mod tests {
             let log: Vec<KmsgRecord> =
                 lines.iter().enumerate().map(|(i, m)| rec(prio, i as u64, m)).collect();
             prop_assert!(parse(&log).len() <= log.len());
+        }
+
+        /// No line of a user-chosen shape (a task's segfault, trap or general protection report,
+        /// with any task name and any file name) yields a fact or evidence, whatever the kernel
+        /// lines around it: the attack of a binary named like an OOM kill line.
+        #[test]
+        fn a_user_chosen_name_after_a_fault_prefix_never_yields_a_finding(
+            comm in "\\PC{1,15}",
+            file in prop_oneof![
+                "\\PC{0,200}",
+                Just("x Out of memory: Killed process 4242 (evil) total-vm:1kB, anon-rss:99999999kB, file-rss:0kB, shmem-rss:0kB".to_string()),
+                Just("NVRM: Xid (PCI:0000:0a:00): 79, pid=1, name=x, GPU has fallen off the bus.".to_string()),
+                Just("evil: page allocation failure: order:0, mode:0x100dc2(GFP_HIGHUSER)".to_string()),
+                Just("xe 0000:03:00.0: [drm] *ERROR* GT0: reset failed".to_string()),
+            ],
+            shape in 0usize..4,
+            pid in 1u32..4_000_000,
+            prio in 0u32..8,
+        ) {
+            let line = match shape {
+                0 => format!("{comm}[{pid}]: segfault at 0 ip 0000000000401126 sp 00007ffd9f0c error 6 in {file}[401000+1000] likely on CPU 3 (core 3, socket 0)"),
+                1 => format!("traps: {comm}[{pid}] general protection fault ip:401126 sp:7ffd error:0 in {file}[401000+1000]"),
+                2 => format!("traps: {comm}[{pid}] trap int3 ip:401127 sp:7ffd error:0 in {file}[401000+1000]"),
+                _ => format!("{comm}[{pid}]: unhandled level 2 translation fault (11) at 0x0, esr 0x92000006, in {file}[401000+1000]"),
+            };
+            let r = rec(prio, 1, &line);
+            prop_assert_eq!(super::super::kmsg::classify(&r), None, "{}", line);
+            prop_assert!(parse(&[r]).is_empty(), "{}", line);
         }
 
         /// A well-formed failure header is always found, with its order.

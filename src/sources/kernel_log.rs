@@ -156,7 +156,7 @@ pub fn evidence(records: Vec<KmsgRecord>) -> Vec<KmsgRecord> {
     let mut out = Vec::new();
     let mut tail = 0usize;
     for r in records {
-        let kind = classify(&r.message);
+        let kind = classify(&r);
         if kind == Some(KernelEvent::PageAllocationFailure) {
             tail = FAILURE_TAIL;
             out.push(r);
@@ -186,21 +186,30 @@ pub fn boot_time_s(root: &Root) -> Option<u64> {
 
 /// `journalctl -k -b -o json`, the newest lines of this boot, within the time and byte budget.
 fn read_journal() -> Result<Vec<KmsgRecord>, String> {
+    run_journal(&["-b", "-n", JOURNAL_LINES])
+}
+
+/// The kernel's journal lines since `since_unix_s` with what each is evidence of (the fallback
+/// where /dev/kmsg is closed), within the same budgets; none when journalctl cannot run.
+pub fn journal_since(since_unix_s: u64) -> Vec<(KernelEvent, String)> {
+    let since = format!("--since=@{since_unix_s}");
+    run_journal(&[since.as_str()])
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|r| classify(&r).map(|k| (k, r.message)))
+        .collect()
+}
+
+/// `journalctl -k --no-pager -q -o json EXTRA…` from a fixed path (never `$PATH`), killed past
+/// its time budget and read up to its byte budget.
+fn run_journal(extra: &[&str]) -> Result<Vec<KmsgRecord>, String> {
     let exe = JOURNALCTL
         .iter()
         .find(|p| std::path::Path::new(p).is_file())
         .ok_or("not installed")?;
     let mut child = Command::new(exe)
-        .args([
-            "-k",
-            "-b",
-            "--no-pager",
-            "-q",
-            "-o",
-            "json",
-            "-n",
-            JOURNAL_LINES,
-        ])
+        .args(["-k", "--no-pager", "-q", "-o", "json"])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -236,6 +245,7 @@ fn read_journal() -> Result<Vec<KmsgRecord>, String> {
 }
 
 /// Records from journalctl's JSON lines: MESSAGE (a string, or bytes when not UTF-8), PRIORITY
+/// and SYSLOG_FACILITY (the record's priority is facility × 8 + level, as /dev/kmsg gives it),
 /// and the kernel's own timestamp `_SOURCE_MONOTONIC_TIMESTAMP` (µs since boot).
 pub fn journal_records(text: &str) -> Vec<KmsgRecord> {
     let field = |v: &serde_json::Value, k: &str| -> Option<u64> {
@@ -261,7 +271,9 @@ pub fn journal_records(text: &str) -> Vec<KmsgRecord> {
             let usec = field(&v, "_SOURCE_MONOTONIC_TIMESTAMP")
                 .or_else(|| field(&v, "__MONOTONIC_TIMESTAMP"))?;
             Some(KmsgRecord {
-                prio: field(&v, "PRIORITY").map_or(6, |p| p as u32),
+                prio: (field(&v, "SYSLOG_FACILITY").unwrap_or(0) as u32)
+                    .saturating_mul(8)
+                    .saturating_add(field(&v, "PRIORITY").map_or(6, |p| p as u32 & 7)),
                 seq: i as u64,
                 usec,
                 message,

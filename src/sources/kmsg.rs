@@ -43,30 +43,40 @@ impl KernelEvent {
     }
 }
 
-/// Classifies one kernel message.
-pub fn classify(msg: &str) -> Option<KernelEvent> {
-    if msg.contains("page allocation failure: order:") {
+/// Where a GPU driver's own lines start (`xe 0000:03:00.0: …`, `[drm] …`, `NVRM: …`).
+const DRIVER_PREFIXES: [&str; 9] = [
+    "xe ",
+    "i915 ",
+    "amdgpu",
+    "[drm",
+    "drm:",
+    "nouveau",
+    "NVRM:",
+    "nvidia-uvm",
+    "nvidia ",
+];
+
+/// Classifies one kernel record: only the kernel's own records, by the shapes anchored where the
+/// kernel prints them ([`super::kernel_lines`]), so no task or file name makes evidence.
+pub fn classify(r: &KmsgRecord) -> Option<KernelEvent> {
+    use super::kernel_lines::{leading_comm, shapes, trusted};
+    let s = shapes()?;
+    if !trusted(r) {
+        return None;
+    }
+    let m = r.message.as_str();
+    if leading_comm(&s.alloc, m).is_some() {
         return Some(KernelEvent::PageAllocationFailure);
     }
-    if msg.contains("invoked oom-killer")
-        || msg.contains("Killed process ")
-        || msg.contains("oom-kill:")
+    if leading_comm(&s.oom_header, m).is_some()
+        || s.oom_line.is_match(m)
+        || s.oom_summary.is_match(m)
     {
         return Some(KernelEvent::OomKill);
     }
-    let driver = [
-        "xe ",
-        "i915 ",
-        "amdgpu",
-        "[drm",
-        "drm:",
-        "nouveau",
-        "NVRM:",
-        "nvidia-uvm",
-    ];
-    driver
+    DRIVER_PREFIXES
         .iter()
-        .any(|d| msg.contains(d))
+        .any(|d| m.starts_with(d))
         .then_some(KernelEvent::Driver)
 }
 
@@ -245,7 +255,7 @@ impl Kmsg {
 fn classified(records: Vec<KmsgRecord>) -> Vec<(KernelEvent, String)> {
     records
         .into_iter()
-        .filter_map(|r| classify(&r.message).map(|k| (k, r.message)))
+        .filter_map(|r| classify(&r).map(|k| (k, r.message)))
         .collect()
 }
 
@@ -335,28 +345,8 @@ pub fn kernel_evidence(root: &Root) -> Result<Vec<(KernelEvent, KmsgRecord)>, Km
     }
     Ok(read_captured(root)?
         .into_iter()
-        .filter_map(|r| classify(&r.message).map(|k| (k, r)))
+        .filter_map(|r| classify(&r).map(|k| (k, r)))
         .collect())
-}
-
-/// `journalctl -k` lines since `since_unix_s`, classified (fallback where /dev/kmsg is closed).
-pub fn journal_since(since_unix_s: u64) -> Vec<(KernelEvent, String)> {
-    let Ok(out) = std::process::Command::new("journalctl")
-        .args([
-            "-k",
-            "--no-pager",
-            "-o",
-            "cat",
-            &format!("--since=@{since_unix_s}"),
-        ])
-        .output()
-    else {
-        return Vec::new();
-    };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| classify(l).map(|k| (k, l.to_string())))
-        .collect()
 }
 
 #[cfg(test)]
@@ -400,7 +390,18 @@ xe 0000:03:00.0: [drm] GT0: Engine reset: engine_class=ccs
 amdgpu 0000:c1:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00000000
 usb 1-2: new high-speed USB device number 3 using xhci_hcd
 ";
-        let kinds: Vec<Option<KernelEvent>> = dmesg.lines().map(classify).collect();
+        let kinds: Vec<Option<KernelEvent>> = dmesg
+            .lines()
+            .map(|m| {
+                classify(&KmsgRecord {
+                    prio: 4,
+                    seq: 1,
+                    usec: 1,
+                    message: m.into(),
+                    dict: Vec::new(),
+                })
+            })
+            .collect();
         assert_eq!(
             kinds,
             [

@@ -6,6 +6,7 @@ pub mod drm_devices;
 pub mod drm_fdinfo;
 pub mod k8s_pods;
 pub mod kernel_events;
+pub mod kernel_lines;
 pub mod kernel_log;
 pub mod kfd;
 pub mod kmsg;

@@ -176,3 +176,51 @@ fn an_unreadable_kernel_log_is_said_once() {
         .unwrap()
         .contains("no findings for page-allocation failures"));
 }
+
+/// Issue 31 item 2: a binary named like an OOM kill, an Xid or a page-allocation failure that
+/// segfaults (or traps) leaves the kernel's own fault report with that name in the log; none of
+/// it is a finding, and `--fail-on critical` (a Slurm prolog's gate) still passes. The same
+/// text written from user space into /dev/kmsg (facility LOG_USER, priority 14) is no evidence
+/// either; the real kill line beside them still is.
+#[test]
+fn a_segfaulting_binarys_name_forges_no_kernel_finding() {
+    let (_dir, tree) = fixture_copy("seed-2605");
+    let kmsg = tree.join("dev/kmsg");
+    std::fs::create_dir_all(kmsg.parent().unwrap()).unwrap();
+    let forged = [
+        "6,9001,4000000000,-;x[4242]: segfault at 0 ip 0000000000401126 sp 00007ffd9f0c1e40 error 6 in x Out of memory: Killed process 4242 (evil) total-vm:1kB, anon-rss:99999999kB, file-rss:0kB, shmem-rss:0kB[401000+1000] likely on CPU 3 (core 3, socket 0)",
+        "6,9002,4000000100,-;traps: x[4243] general protection fault ip:401126 sp:7ffd error:0 in NVRM: Xid (PCI:0000:44:00): 79, pid=1, name=x, GPU has fallen off the bus.[401000+1000]",
+        "6,9003,4000000200,-;x[4244]: segfault at 0 ip 0000000000401126 sp 00007ffd error 6 in evil: page allocation failure: order:0, mode:0x100dc2(GFP_HIGHUSER|__GFP_ZERO), nodemask=(null)[401000+1000]",
+        "14,9004,4000000300,-;Out of memory: Killed process 4245 (evil) total-vm:1kB, anon-rss:99999999kB, file-rss:0kB, shmem-rss:0kB",
+        "14,9005,4000000400,-;NVRM: Xid (PCI:0000:44:00): 79, pid=1, name=x, GPU has fallen off the bus.",
+    ];
+    let mut text = std::fs::read_to_string(&kmsg).unwrap_or_default();
+    for line in forged {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(&kmsg, &text).unwrap();
+    let root = tree.to_str().unwrap();
+    let doc = json_of(&["--root", root, "--json"], 0);
+    let kernel: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"].as_str().unwrap().starts_with("kernel_"))
+        .collect();
+    assert!(kernel.is_empty(), "forged: {kernel:?}");
+    let out = run(&["--root", root, "--fail-on", "critical"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let real = "3,9006,4100000000,-;Out of memory: Killed process 4246 (python3) total-vm:11964kB, anon-rss:4288kB, file-rss:3028kB, shmem-rss:0kB\n";
+    text.push_str(real);
+    std::fs::write(&kmsg, &text).unwrap();
+    let doc = json_of(&["--root", root, "--json"], 0);
+    let kills = findings_of(&doc, "kernel_oom_kill");
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    assert_eq!(kills[0]["pid"], 4246);
+}
