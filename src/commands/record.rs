@@ -79,6 +79,13 @@ pub fn run(g: &Globals, plan: RecordPlan) -> Result<ExitCode> {
     };
     let output = &plan.output;
     if plan.force {
+        if let Some(pid) = gpuledger::recording::writer::live_writer(output) {
+            anyhow::bail!(
+                "{} is being written by gpuledger record (pid {pid}); --force does not replace a \
+                 recording in progress: stop that recorder first, or choose another -o",
+                output.display()
+            );
+        }
         remove_unstarted(output);
     }
     let tty = std::io::stderr().is_terminal();
@@ -95,17 +102,28 @@ pub fn run(g: &Globals, plan: RecordPlan) -> Result<ExitCode> {
     if tty {
         eprint!("{}", line.finish());
     }
-    let end = match ended {
+    let mut end = match ended {
         Err(e @ RunError::Spawn(_)) => {
             remove_unstarted(output);
             return Err(e).context("nothing was recorded");
         }
         other => other.context("record")?,
     };
-    if let Some(e) = &end.write_error {
+    let safe = gpuledger::recording::open(output)
+        .map(|r| r.span)
+        .unwrap_or(0);
+    let write_failed = end.write_error.is_some();
+    if let Some(e) = end.write_error.take() {
         eprintln!(
-            "gpuledger: recording stopped, {} is intact up to the last sample: {e}",
-            output.display()
+            "gpuledger: record: {:#}; recording stopped, {} safe in {} up to the last sample \
+             written{}",
+            anyhow::Error::from(e),
+            gpuledger::units::count(safe, "sample"),
+            output.display(),
+            match &end.job {
+                Some(_) => "; the job ran on to its end",
+                None => "",
+            }
         );
     }
     if let Ok(rec) = gpuledger::recording::open(output) {
@@ -123,9 +141,12 @@ pub fn run(g: &Globals, plan: RecordPlan) -> Result<ExitCode> {
             );
         }
     }
-    Ok(match end.job {
-        Some(e) => ExitCode::from(e.exit_code()),
-        None => ExitCode::SUCCESS,
+    Ok(match (write_failed, end.job) {
+        // Samples were lost: a job that succeeded must not make the run look complete.
+        (true, Some(e)) if e.exit_code() == 0 => ExitCode::FAILURE,
+        (true, None) => ExitCode::FAILURE,
+        (_, Some(e)) => ExitCode::from(e.exit_code()),
+        (false, None) => ExitCode::SUCCESS,
     })
 }
 

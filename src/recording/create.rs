@@ -15,6 +15,16 @@ pub(super) fn create(path: &Path, meta: &[(&str, String)]) -> Result<Connection,
     if path.exists() {
         return Err(RecordingError::Exists { path: p });
     }
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        if std::path::Path::new(&side).symlink_metadata().is_ok() {
+            return Err(RecordingError::StaleSideFile {
+                path: p,
+                wal: std::path::Path::new(&side).display().to_string(),
+            });
+        }
+    }
     let io = |source| RecordingError::Create {
         path: p.clone(),
         source,

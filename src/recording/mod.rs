@@ -77,6 +77,7 @@ mod trace_write;
 pub mod trace_ze;
 mod write;
 mod write_output;
+pub mod writer;
 
 pub use names::{name_of, serialize_api, serialize_platform, UnknownValue};
 pub use read::{open, Recording};
@@ -159,6 +160,15 @@ pub enum RecordingError {
         path: String,
         /// The cause.
         source: std::io::Error,
+    },
+    /// A `-wal` or `-shm` of an earlier recording lies at the path without its database: SQLite
+    /// would replay the old run's samples into the new recording.
+    #[error("{wal} is left from an earlier recording of {path} (its recorder was killed); a new recording there would take in its samples: move it away with the file it belongs to, choose another -o, or add --force to discard it")]
+    StaleSideFile {
+        /// The recording to be created.
+        path: String,
+        /// The leftover file.
+        wal: String,
     },
     /// The file exists and would be overwritten.
     #[error("{path} already exists; choose another -o, or add --force to overwrite it")]

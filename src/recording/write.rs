@@ -52,6 +52,7 @@ impl Recorder {
             ("root", meta.root.clone()),
             ("interval_ms", meta.interval_ms.to_string()),
             ("started_ms", meta.started_ms.to_string()),
+            (super::writer::RECORDER_KEY, super::writer::this_recorder()),
         ];
         if let Some(k) = &meta.kernel {
             kv.push(("kernel", k.trim().to_string()));

@@ -277,6 +277,19 @@ fn parse_stat_ppid(text: &str) -> Option<u32> {
     after.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The process's start time in clock ticks since boot (`/proc/PID/stat` field 22): with the pid,
+/// it names one process across pid reuse.
+pub fn read_start_ticks(root: &Root, pid: u32) -> io::Result<Option<u64>> {
+    let text = root.read_string(layout::proc_file(pid, "stat"))?;
+    Ok(parse_stat_start(&text))
+}
+
+fn parse_stat_start(text: &str) -> Option<u64> {
+    let after = &text[text.rfind(')')? + 1..];
+    // Field 3 (state) is the first after the comm; field 22 is 19 further.
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// Reads `/proc/PID/environ` keeping only allow-listed names (see [`env_allowed`]).
 pub fn read_environ(root: &Root, pid: u32) -> io::Result<BTreeMap<String, String>> {
     let raw = root.read(layout::proc_file(pid, "environ"))?;

@@ -1,0 +1,103 @@
+//! No silent data loss (issue 31, item 7): a leftover `-wal` is not replayed into a new
+//! recording, `--force` onto a recording still being written is refused naming its writer, and a
+//! full disk ends `record` with a non-zero exit that says how many samples are safe.
+
+use crate::common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn record(ledger: &Path, job: &[&str], force: bool) -> Command {
+    let mut cmd = bin();
+    cmd.arg("--root").arg(fixture("seed-2622"));
+    cmd.args(["record", "--interval", "10ms", "-o"]).arg(ledger);
+    if force {
+        cmd.arg("--force");
+    }
+    cmd.arg("--").args(job);
+    cmd
+}
+
+#[test]
+fn a_leftover_wal_is_refused_not_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("run.ledger");
+    std::fs::write(
+        dir.path().join("run.ledger-wal"),
+        [0x37, 0x7f, 0x06, 0x82, 0, 0],
+    )
+    .unwrap();
+    let out = record(&ledger, &["true"], false).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("run.ledger-wal is left from an earlier recording"),
+        "{err}"
+    );
+    assert!(!ledger.exists());
+    let out = record(&ledger, &["true"], true).output().unwrap();
+    assert!(
+        out.status.success(),
+        "--force discards it: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn force_onto_a_recording_in_progress_is_refused_naming_its_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("run.ledger");
+    let mut first = record(&ledger, &["sleep", "5"], false)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut wal = ledger.as_os_str().to_owned();
+    wal.push("-wal");
+    while !Path::new(&wal).exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = record(&ledger, &["true"], true).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is being written by gpuledger record (pid {})",
+            first.id()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_full_disk_ends_record_with_an_error_and_the_samples_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)");
+        return;
+    }
+    let ledger = small.join("run.ledger");
+    let out = record(&ledger, &["sleep", "1"], false).output().unwrap();
+    let _ = Command::new("umount").arg(&small).status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the job succeeded but samples were lost: {err}"
+    );
+    assert!(
+        err.contains("disk is full") && err.contains("safe in"),
+        "{err}"
+    );
+}
