@@ -264,8 +264,10 @@ fn environment_values() {
 #[test]
 fn a_ledger_is_redacted_in_place() {
     let mut l = Ledger::default();
-    let mut p = crate::ledger::ProcessRow::default();
-    p.cmdline = vec!["x".into(), "--token".into(), "XYZZY".into()];
+    let mut p = crate::ledger::ProcessRow {
+        cmdline: vec!["x".into(), "--token".into(), "XYZZY".into()],
+        ..Default::default()
+    };
     p.env.insert("HF_TOKEN".into(), "hf_XYZZY".into());
     p.env.insert("RANK".into(), "3".into());
     l.processes.push(p);
