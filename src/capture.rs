@@ -1,8 +1,11 @@
 //! `capture`: writes the capture tree of a root (normally the live machine) for offline analysis:
 //! host counters, the DRM devices, and for each process holding GPU fds its comm, cmdline, a
 //! minimal status, the allow-listed environment, its GPU fd links and their fdinfo verbatim.
+//! A capture is made to be sent: secrets in command lines and environment values are hidden
+//! unless asked for ([`Cmdlines`], [`crate::redact`]).
 
 use crate::layout;
+use crate::redact::{self, Cmdlines};
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
 use crate::sources::{kernel_log, meminfo, proc_pid};
@@ -53,6 +56,7 @@ struct Manifest<'a> {
 pub fn capture_tree(
     root: Root,
     pids: Option<Vec<u32>>,
+    cmdlines: Cmdlines,
     dest: &Path,
 ) -> Result<CaptureSummary, CaptureError> {
     let werr = |source| CaptureError::Write {
@@ -82,11 +86,11 @@ pub fn capture_tree(
     }
     let mut drm_fds = 0;
     for p in &snap.processes {
-        let env: Vec<(String, String)> = p.env.clone().into_iter().collect();
+        let (cmdline, env) = disclosed(&p.cmdline, &p.env, cmdlines);
         w.process(&ProcEntry {
             pid: p.pid,
             comm: &p.comm,
-            cmdline: &p.cmdline,
+            cmdline: &cmdline,
             env: &env,
             ppid: p.ppid,
             nspid: &p.nspid,
@@ -192,16 +196,34 @@ pub fn capture_tree(
     Ok(summary)
 }
 
+/// A process's command line and environment as the capture keeps them.
+fn disclosed(
+    cmdline: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    cmdlines: Cmdlines,
+) -> (Vec<String>, Vec<(String, String)>) {
+    match cmdlines {
+        Cmdlines::AsIs => (cmdline.to_vec(), env.clone().into_iter().collect()),
+        Cmdlines::Redacted => (
+            redact::argv(cmdline),
+            env.iter()
+                .map(|(k, v)| (k.clone(), redact::env_value(k, v).into_owned()))
+                .collect(),
+        ),
+    }
+}
+
 /// Writes a capture of `root` as a `.tar.zst` archive at `out` (or a tree, if `out` has no
 /// archive suffix).
 pub fn capture(
     root: Root,
     pids: Option<Vec<u32>>,
+    cmdlines: Cmdlines,
     out: &Path,
 ) -> Result<CaptureSummary, CaptureError> {
     let name = out.to_string_lossy();
     if !(name.ends_with(".tar.zst") || name.ends_with(".tzst") || name.ends_with(".tar")) {
-        return capture_tree(root, pids, out);
+        return capture_tree(root, pids, cmdlines, out);
     }
     let tmp = crate::private::dir(crate::private::Kind::Capture).map_err(|source| {
         CaptureError::Write {
@@ -209,7 +231,7 @@ pub fn capture(
             source,
         }
     })?;
-    let summary = capture_tree(root, pids, tmp.path())?;
+    let summary = capture_tree(root, pids, cmdlines, tmp.path())?;
     crate::archive::pack(tmp.path(), out).map_err(|source| CaptureError::Write {
         path: out.to_path_buf(),
         source,

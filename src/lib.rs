@@ -24,6 +24,7 @@ pub mod observe;
 pub mod outputs;
 pub mod private;
 pub mod recording;
+pub mod redact;
 pub mod report;
 pub mod root;
 pub mod sampler;

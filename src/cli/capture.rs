@@ -3,6 +3,7 @@
 use super::{Globals, OutputArgs};
 use anyhow::Result;
 use clap::Args;
+use gpuledger::redact::Cmdlines;
 use std::path::PathBuf;
 
 /// Where `capture` writes without `-o`.
@@ -17,6 +18,11 @@ pub struct CaptureArgs {
     /// is never filtered by device, and --pid here chooses what is captured, not shown.
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+    /// Keep command lines and environment values as they are. By default secrets in them
+    /// (the values of password, token, secret, API-key… options and variables, URL passwords,
+    /// Authorization headers, mysql/sshpass -p) are replaced by <redacted>: a capture is sent.
+    #[arg(long)]
+    pub show_cmdline: bool,
 }
 
 /// A checked `capture`.
@@ -28,6 +34,8 @@ pub struct CapturePlan {
     pub force: bool,
     /// Only these pids; `None` for every GPU process.
     pub pids: Option<Vec<u32>>,
+    /// `--show-cmdline`, or secrets hidden.
+    pub cmdlines: Cmdlines,
 }
 
 impl CaptureArgs {
@@ -41,6 +49,11 @@ impl CaptureArgs {
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_CAPTURE)),
             force: self.output.force,
             pids: (!self.pids.is_empty()).then(|| self.pids.clone()),
+            cmdlines: if self.show_cmdline {
+                Cmdlines::AsIs
+            } else {
+                Cmdlines::Redacted
+            },
         })
     }
 }

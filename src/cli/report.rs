@@ -27,7 +27,8 @@ pub struct ReportArgs {
     /// Report template.
     #[arg(long, value_enum, default_value = "intel-compute-runtime")]
     pub template: TemplateArg,
-    /// Hide the hostname and user names.
+    /// Hide the hostname and user names too (secrets in command lines and the environment are
+    /// always hidden).
     #[arg(long)]
     pub redact: bool,
     /// List every finding; by default more than four of one kind and severity are one line.

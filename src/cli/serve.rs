@@ -25,9 +25,10 @@ pub struct ServeArgs {
     /// Most per-process series; further processes are folded into pid="other".
     #[arg(long, default_value_t = 5000, value_name = "N")]
     pub max_series: usize,
-    /// Show command lines in /snapshot.json as they are. By default arguments that look
-    /// like secrets (--token=…, --hf-token …, *_KEY=…, password options, URLs with a
-    /// password) are replaced by <redacted>: anyone who reaches the port reads them.
+    /// Show command lines and environment values in /snapshot.json as they are. By default
+    /// secrets in them (the values of password, token, secret, API-key… options and variables,
+    /// URL passwords, Authorization headers, mysql/sshpass -p) are replaced by <redacted>:
+    /// anyone who reaches the port reads them.
     #[arg(long)]
     pub show_cmdline: bool,
     #[command(flatten)]

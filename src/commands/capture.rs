@@ -2,6 +2,7 @@
 
 use crate::cli::{CapturePlan, Globals, OutputExists};
 use anyhow::{Context, Result};
+use gpuledger::redact::Cmdlines;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -20,14 +21,18 @@ pub fn run(g: &Globals, plan: CapturePlan) -> Result<ExitCode> {
         gpuledger::tree_writer::TreeWriter::fresh(output, true).context("-o")?;
     }
     let root = g.open_root()?;
-    let summary = gpuledger::capture::capture(root, plan.pids, output)
+    let summary = gpuledger::capture::capture(root, plan.pids, plan.cmdlines, output)
         .with_context(|| format!("capture to {}", output.display()))?;
     eprintln!(
-        "wrote {}: {} GPU processes, {} DRM fds, {} devices (environment allow-listed; read it back with --root {})",
+        "wrote {}: {} GPU processes, {} DRM fds, {} devices (environment allow-listed{}; read it back with --root {})",
         output.display(),
         summary.processes,
         summary.drm_fds,
         summary.devices,
+        match plan.cmdlines {
+            Cmdlines::Redacted => ", secrets in command lines redacted",
+            Cmdlines::AsIs => "",
+        },
         output.display()
     );
     Ok(ExitCode::SUCCESS)

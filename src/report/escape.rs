@@ -16,7 +16,7 @@ fn is_hidden(c: char) -> bool {
 /// control, zero-width and bidi characters written as escapes; `keep_newlines` leaves line
 /// breaks alone (for multi-line verbatim text such as lspci output).
 pub(crate) fn visible(s: &str, keep_newlines: bool) -> Cow<'_, str> {
-    match super::redact::hide_hosts(s) {
+    match crate::redact::hosts::hide_hosts(s) {
         Cow::Borrowed(b) => controls_visible(b, keep_newlines),
         Cow::Owned(o) => Cow::Owned(controls_visible(&o, keep_newlines).into_owned()),
     }

@@ -8,7 +8,6 @@ mod calls;
 mod escape;
 mod evidence;
 pub mod recorded;
-mod redact;
 mod related;
 mod sections;
 mod steps;
@@ -17,6 +16,7 @@ use crate::findings::Finding;
 use crate::knowledge::Assessment;
 use crate::ledger::Ledger;
 use crate::recording::Recording;
+use crate::redact::hosts;
 use crate::sources::system_info::SystemInfo;
 
 /// Which template.
@@ -71,7 +71,7 @@ pub fn render(input: &ReportInput) -> String {
             .into_iter()
             .filter_map(|k| r.meta.get(k).map(String::as_str))
     });
-    let hosts = redact::host_list(
+    let hosts = hosts::host_list(
         input
             .system
             .hostname
@@ -80,8 +80,8 @@ pub fn render(input: &ReportInput) -> String {
             .chain(recorded)
             .chain(input.node_names.iter().map(String::as_str)),
     );
-    let out = redact::with_hosts(&hosts, || sections::render(input));
-    redact::redact(&out, &hosts)
+    let out = hosts::with_hosts(&hosts, || sections::render(input));
+    hosts::redact(&out, &hosts)
 }
 
 /// Fills the NVIDIA driver version from NVML's answers (live, or saved in a capture) where

@@ -362,7 +362,8 @@ fn job_env(l: &Ledger) -> String {
         Some(e) => {
             let mut body = String::new();
             for (k, v) in e {
-                let _ = writeln!(body, "{}={}", visible(k, false), visible(v, false));
+                let v = crate::redact::env_value(k, v);
+                let _ = writeln!(body, "{}={}", visible(k, false), visible(&v, false));
             }
             let mut t = fenced(&body);
             if e.contains_key("NEOReadDebugKeys") {

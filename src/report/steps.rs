@@ -1,9 +1,12 @@
 //! "Steps to reproduce" and the one-line description of what a recording ran: the command quoted
 //! as a POSIX shell needs it (by `shlex`), or, for a recording that read a simulated or captured
-//! tree instead of this machine, what it really was, never a command that cannot run.
+//! tree instead of this machine, what it really was, never a command that cannot run. Secrets in
+//! the commands are hidden ([`crate::redact`]): a bug report is written to be posted.
 
 use super::escape::code;
 use crate::recording::Recording;
+use crate::redact;
+use std::borrow::Cow;
 
 /// What a recording observed, from its `command`, `root` and `kernel` metadata.
 enum Origin {
@@ -30,7 +33,7 @@ enum Origin {
 }
 
 fn origin(rec: &Recording) -> Origin {
-    let argv = rec.command();
+    let argv = redact::argv(&rec.command());
     // The simulator's kernel names itself (sim/write.rs); no real kernel does.
     let simulated = rec
         .meta
@@ -97,19 +100,19 @@ fn record_args(name: &str, argv: &[String]) -> Vec<String> {
 }
 
 /// The command line of the recorded job's first rank (or first process), for an attach run,
-/// whose own command is only `--all` or `--pid N`.
-fn job_command(rec: &Recording) -> Option<&str> {
+/// whose own command is only `--all` or `--pid N`, its secrets hidden.
+fn job_command(rec: &Recording) -> Option<Cow<'_, str>> {
     rec.processes
         .iter()
         .filter(|p| !p.cmdline.trim().is_empty())
         .min_by_key(|p| (p.rank.unwrap_or(u32::MAX), p.first, p.pid))
-        .map(|p| p.cmdline.as_str())
+        .map(|p| redact::line(&p.cmdline))
 }
 
 /// "Start the job" with its recorded command line where the recording has one.
 fn start_the_job(rec: &Recording) -> String {
     match job_command(rec) {
-        Some(cmd) => format!("Start the job (as recorded: {})", code(cmd)),
+        Some(cmd) => format!("Start the job (as recorded: {})", code(&cmd)),
         None => "Start the job".into(),
     }
 }

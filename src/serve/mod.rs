@@ -5,15 +5,14 @@
 //!
 //! What it discloses to anyone who reaches its port: per-process GPU memory with pid, comm, rank
 //! and job labels (/metrics), and the whole snapshot with command lines, allow-listed environment
-//! and cgroup paths (/snapshot.json). Secret-looking command-line arguments are redacted unless
-//! `--show-cmdline` is given ([`redact`]).
+//! and cgroup paths (/snapshot.json). Secrets in command lines and environment values are replaced
+//! unless `--show-cmdline` is given ([`crate::redact`]).
 
 mod conn_table;
 mod connections;
 mod family;
 pub mod metrics;
 mod process_metrics;
-pub mod redact;
 mod sampling;
 mod server;
 

@@ -3,7 +3,6 @@
 //! its reader, holds a reference to the one rendering, never a copy of it.
 
 use super::metrics::{render_metrics, ExporterStats, MetricsOptions};
-use super::redact::redact_ledger;
 use crate::findings::{Finding, Thresholds};
 use crate::knowledge::Base;
 use crate::ledger::{Filter, Ledger};
@@ -98,7 +97,7 @@ impl Renderer {
         let findings = self.opts.filter.findings(&findings);
         let mut ledger = self.opts.filter.ledger(whole);
         if !self.opts.show_cmdline {
-            redact_ledger(&mut ledger);
+            crate::redact::ledger(&mut ledger);
         }
         let snapshot = Bytes::from(json::render(&ledger, &findings));
         self.stats.scan_seconds = started.elapsed().as_secs_f64();

@@ -33,7 +33,7 @@ pub struct ServeOptions {
     /// whole machine first, so a filter never changes a verdict).
     pub filter: Filter,
     /// `--show-cmdline`: command lines in /snapshot.json as they are; by default secret-looking
-    /// arguments are redacted (`serve::redact`).
+    /// arguments and environment values are redacted ([`crate::redact`]).
     pub show_cmdline: bool,
 }
 

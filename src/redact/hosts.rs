@@ -1,4 +1,4 @@
-//! `--redact`: the hostname and user names replaced by `<host>` and `<user>`, only where they stand
+//! `report --redact`: the hostname and user names replaced by `<host>` and `<user>`, only where they stand
 //! as whole tokens. A token is bounded by anything but ASCII letters, digits, `_` and `-`, so host
 //! `vm` leaves `nested_pvm=1` and `vmlinuz` alone; a dot bounds too, so the short name is found as
 //! the first label of an FQDN (`vm.example.org`). User names are replaced where the text says they
@@ -16,7 +16,7 @@ thread_local! {
 /// ([`hide_hosts`] is the first step of `escape::visible`), so a name is replaced before
 /// Markdown escaping can turn `gpu_node_17` into `gpu\_node\_17`. The list is cleared after,
 /// also when `render` panics.
-pub(super) fn with_hosts<T>(hosts: &[String], render: impl FnOnce() -> T) -> T {
+pub(crate) fn with_hosts<T>(hosts: &[String], render: impl FnOnce() -> T) -> T {
     struct Clear;
     impl Drop for Clear {
         fn drop(&mut self) {
@@ -29,7 +29,7 @@ pub(super) fn with_hosts<T>(hosts: &[String], render: impl FnOnce() -> T) -> T {
 }
 
 /// `text` with the host names of the report being rendered replaced by `<host>`.
-pub(super) fn hide_hosts(text: &str) -> Cow<'_, str> {
+pub(crate) fn hide_hosts(text: &str) -> Cow<'_, str> {
     HOSTS.with(|h| {
         let hosts = h.borrow();
         if !hosts.iter().any(|n| text.contains(n.as_str())) {
@@ -119,7 +119,7 @@ fn kernel_builder(line: &str) -> String {
 
 /// Every name to hide for a report: each host name given and its first label, longest first
 /// (so `n7.c.org` goes before `n7` eats its first label).
-pub(super) fn host_list<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn host_list<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut hosts: Vec<String> = names
         .into_iter()
         .flat_map(|n| host_names(Some(n)))
@@ -131,7 +131,7 @@ pub(super) fn host_list<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Str
 }
 
 /// The report with host and user names replaced.
-pub(super) fn redact(text: &str, hosts: &[String]) -> String {
+pub(crate) fn redact(text: &str, hosts: &[String]) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let mut l = kernel_builder(&home_dirs(line));
