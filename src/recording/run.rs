@@ -360,7 +360,10 @@ fn start_trace(
                     ..
                 } = started;
                 env.extend(job_env);
-                (format!("on: {}", lib.display()), Some((listener, lib.clone())))
+                (
+                    format!("on: {}", lib.display()),
+                    Some((listener, lib.clone())),
+                )
             }
             Err(e) => (format!("off: {}", TraceOff::Socket(e.to_string())), None),
         },

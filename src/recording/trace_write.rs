@@ -87,7 +87,9 @@ impl Recorder {
         let tx = self.conn.transaction().map_err(&err)?;
         // Rows are only ever appended: the last rowid is their count, without a scan.
         let stored: u64 = tx
-            .query_row("SELECT coalesce(max(rowid), 0) FROM api_calls", [], |r| r.get(0))
+            .query_row("SELECT coalesce(max(rowid), 0) FROM api_calls", [], |r| {
+                r.get(0)
+            })
             .map_err(&err)?;
         let room = MAX_ROWS.saturating_sub(stored) as usize;
         let mut dropped = losses.lost;

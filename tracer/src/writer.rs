@@ -267,11 +267,7 @@ mod tests {
             reader
         });
         let start = Instant::now();
-        assert!(send_patiently(
-            &sender,
-            &[1u8; EVENT_BYTES],
-            PATIENCE
-        ));
+        assert!(send_patiently(&sender, &[1u8; EVENT_BYTES], PATIENCE));
         assert!(
             start.elapsed() >= Duration::from_millis(15),
             "it waited for room"
@@ -285,20 +281,12 @@ mod tests {
         let (reader, sender) = full_reader(dir.path());
         let start = Instant::now();
         let patience = Duration::from_millis(30);
-        assert!(!send_patiently(
-            &sender,
-            &[1u8; EVENT_BYTES],
-            patience
-        ));
+        assert!(!send_patiently(&sender, &[1u8; EVENT_BYTES], patience));
         let took = start.elapsed();
         assert!(took >= patience && took < patience * 10, "{took:?}");
         drop(reader);
         let start = Instant::now();
-        assert!(!send_patiently(
-            &sender,
-            &[1u8; EVENT_BYTES],
-            PATIENCE
-        ));
+        assert!(!send_patiently(&sender, &[1u8; EVENT_BYTES], PATIENCE));
         assert!(
             start.elapsed() < PATIENCE,
             "a gone reader is not waited for"

@@ -10,13 +10,15 @@
 //! its own numbering); others are dropped and counted as foreign.
 //!
 //! The reader never makes the sampler wait: it decodes outside the lock and holds it only to
-//! append, the sampler only to swap the batch out. At most [`PENDING_MAX`] events wait between
+//! append, the sampler only to swap the batch out. At most [`PENDING_MAX`] events (4 Ki) wait between
 //! two samples; the rest are dropped and counted (a job flooding its own channel loses its own
 //! events, never the sampling).
 
 use super::senders::Senders;
 use super::CUDA_INJECTION_ENV;
-use gpuledger_trace_wire::{Event, Inherited, EVENTS_PER_DATAGRAM, EVENT_BYTES, FD_ENV, SOCKET_ENV};
+use gpuledger_trace_wire::{
+    Event, Inherited, EVENTS_PER_DATAGRAM, EVENT_BYTES, FD_ENV, SOCKET_ENV,
+};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 use std::fs::Permissions;
@@ -31,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Events kept in memory between two samples at most; more are dropped and counted.
-pub const PENDING_MAX: usize = 1 << 16;
+pub const PENDING_MAX: usize = 1 << 12;
 /// The fallback socket's directory and socket modes.
 const DIR_MODE: u32 = 0o700;
 const SOCKET_MODE: u32 = 0o600;

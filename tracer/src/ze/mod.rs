@@ -19,9 +19,7 @@
 mod next;
 
 use crate::writer::{emit, pid, stamp};
-use gpuledger_trace_wire::{
-    residency_flags, Api, Op, Platform, SKIP_PEER_RESIDENCY_ENV,
-};
+use gpuledger_trace_wire::{residency_flags, Api, Op, Platform, SKIP_PEER_RESIDENCY_ENV};
 use next::{next, ordinal, owner, range_size, Handle, IpcHandle, ZeResult, SUCCESS, UNINITIALIZED};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

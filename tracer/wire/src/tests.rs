@@ -114,8 +114,21 @@ proptest! {
 
 #[test]
 fn fd_values_that_are_not_fd_colon_inode_are_refused() {
-    for bad in ["", "5", ":5", "5:", "-1:2", "5:x", "5:2:3", " 5:2", "99999999999:1"] {
+    for bad in [
+        "",
+        "5",
+        ":5",
+        "5:",
+        "-1:2",
+        "5:x",
+        "5:2:3",
+        " 5:2",
+        "99999999999:1",
+    ] {
         assert_eq!(Inherited::parse(bad), None, "{bad:?}");
     }
-    assert_eq!(Inherited::parse("7:12"), Some(Inherited { fd: 7, inode: 12 }));
+    assert_eq!(
+        Inherited::parse("7:12"),
+        Some(Inherited { fd: 7, inode: 12 })
+    );
 }
