@@ -10,7 +10,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -57,34 +57,41 @@ impl Exit {
 impl Job {
     /// Starts `argv` in gpuledger's process group and begins forwarding signals to it.
     pub fn spawn(argv: &[String]) -> io::Result<Job> {
-        Job::spawn_with(argv, &[], false, false)
+        Job::spawn_with(argv, &[], None, false, false)
     }
 
     /// Like [`Job::spawn`], with extra environment variables for the child.
     pub fn spawn_env(argv: &[String], env: &[(String, String)]) -> io::Result<Job> {
-        Job::spawn_with(argv, env, false, false)
+        Job::spawn_with(argv, env, None, false, false)
     }
 
     /// Like [`Job::spawn_env`], with the child's stdout and stderr on pipes that the caller reads
-    /// (and must keep reading, or the child blocks on a full pipe).
+    /// (and must keep reading, or the child blocks on a full pipe), and `inherit` left open in
+    /// the child under its own number.
     pub fn spawn_piped(
         argv: &[String],
         env: &[(String, String)],
+        inherit: Option<BorrowedFd<'_>>,
     ) -> io::Result<(Job, Option<ChildStdout>, Option<ChildStderr>)> {
-        let mut job = Job::spawn_with(argv, env, false, true)?;
+        let mut job = Job::spawn_with(argv, env, inherit, false, true)?;
         let (out, err) = (job.child.stdout.take(), job.child.stderr.take());
         Ok((job, out, err))
     }
 
     /// Starts `argv` as the leader of a new process group (its pgid is its pid), with extra
-    /// environment variables.
-    pub fn spawn_group(argv: &[String], env: &[(String, String)]) -> io::Result<Job> {
-        Job::spawn_with(argv, env, true, false)
+    /// environment variables and `inherit` left open in the child under its own number.
+    pub fn spawn_group(
+        argv: &[String],
+        env: &[(String, String)],
+        inherit: Option<BorrowedFd<'_>>,
+    ) -> io::Result<Job> {
+        Job::spawn_with(argv, env, inherit, true, false)
     }
 
     fn spawn_with(
         argv: &[String],
         env: &[(String, String)],
+        inherit: Option<BorrowedFd<'_>>,
         own_group: bool,
         piped: bool,
     ) -> io::Result<Job> {
@@ -99,6 +106,19 @@ impl Job {
         }
         if piped {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        if let Some(fd) = inherit {
+            let raw = fd.as_raw_fd();
+            // SAFETY: between fork and exec the closure only clears the descriptor's close-on-exec
+            // flag with one fcntl system call, which is async-signal-safe and allocates nothing;
+            // the descriptor stays open in the parent (borrowed) until the child has started.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let fd = BorrowedFd::borrow_raw(raw);
+                    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+                    Ok(())
+                });
+            }
         }
         let child = cmd
             .spawn()

@@ -84,6 +84,13 @@ fn print(e: &Event<'_>, json_out: bool, grace: std::time::Duration) {
         Event::LevelZeroUntraced(why) => {
             eprintln!("gpuledger guard: Level Zero tracing off: {why}")
         }
+        Event::TraceLosses { losses, ending } => eprintln!(
+            "gpuledger guard: {}{} traced events lost on the way (not counted toward the limits), \
+             {} sent by processes outside the job (refused)",
+            if *ending { "in all, " } else { "" },
+            losses.lost,
+            losses.foreign
+        ),
         Event::LeftCgroup(esc) => {
             eprintln!(
                 "gpuledger guard: process {} of the job left its cgroup (now in {}); it is still \

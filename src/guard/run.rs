@@ -12,7 +12,7 @@ use crate::job::Job;
 use crate::ledger::Ledger;
 use crate::observe::Observer;
 use crate::recording::job_target::{job_target, JobSpec};
-use crate::recording::trace::{Registrations, Started, TraceOff, TracePlan};
+use crate::recording::trace::{Losses, Registrations, Started, TraceOff, TracePlan};
 use crate::recording::trace_ze::ZeOff;
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
@@ -111,6 +111,14 @@ pub enum Event<'a> {
     Untraced(&'a TraceOff),
     /// Level Zero calls are not traced (another tool holds the loader's entry points).
     LevelZeroUntraced(&'a ZeOff),
+    /// Traced events that did not count: lost on the way, or sent by processes outside the job
+    /// (refused). Said when the first are seen and, with the totals, as guard ends.
+    TraceLosses {
+        /// The totals so far.
+        losses: Losses,
+        /// Whether guard is ending.
+        ending: bool,
+    },
     /// Guard is watching: the job's processes as first seen, how often, and what it will do.
     Watching {
         /// The job's processes.
@@ -207,6 +215,8 @@ pub fn guard(
         limit_root: roots.first().copied(),
         follow,
         registrations,
+        trace_losses: Losses::default(),
+        told_losses: false,
     };
     report(Event::Watching {
         pids: &watched.target.pids(),
@@ -223,6 +233,13 @@ pub fn guard(
         let (seen, trip) = match state {
             JobState::Running => {
                 let (seen, trip) = watched.sample(&plan.policy, &mut observer)?;
+                if watched.trace_losses.any() && !watched.told_losses {
+                    watched.told_losses = true;
+                    report(Event::TraceLosses {
+                        losses: watched.trace_losses,
+                        ending: false,
+                    });
+                }
                 (Some(seen), trip)
             }
             _ => (None, None),
@@ -232,6 +249,7 @@ pub fn guard(
         }
         for action in machine.step(tick, state, trip) {
             if let Action::Exit(code) = action {
+                watched.say_trace_end(&plan.trace, &mut report);
                 let pids = watched.target.survivors();
                 if !pids.is_empty() {
                     report(Event::Survivors { pids: &pids });
@@ -317,20 +335,30 @@ fn start(
     let (env, calls) = begin_trace(trace, report);
     match JobCgroup::create() {
         Ok(cg) => {
+            let channel = calls.as_ref().and_then(|r| r.job_end());
             let job = cg
-                .run_inside(|| Job::spawn_group(argv, &env))
+                .run_inside(|| Job::spawn_group(argv, &env, channel))
                 .map_err(GuardError::Contain)?
                 .map_err(GuardError::Spawn)?;
+            let calls = calls.map(started);
             Ok((job, adopting(Target::contained(cg)), calls))
         }
         Err(e) => {
             report(Event::Uncontained(&e));
-            let job = Job::spawn_group(argv, &env).map_err(GuardError::Spawn)?;
+            let channel = calls.as_ref().and_then(|r| r.job_end());
+            let job = Job::spawn_group(argv, &env, channel).map_err(GuardError::Spawn)?;
+            let calls = calls.map(started);
             let mut target = adopting(Target::with_group(job.pid()));
             target.add(job.pid());
             Ok((job, target, calls))
         }
     }
+}
+
+/// The registrations of a job that holds its own end of the channel now.
+fn started(mut r: Registrations) -> Registrations {
+    r.job_started();
+    r
 }
 
 /// The environment that traces the job and the registrations its calls will show, when `trace`
@@ -380,9 +408,29 @@ struct Watched {
     follow: Option<Follow>,
     /// The started job's traced registrations of host memory.
     registrations: Option<Registrations>,
+    /// Traced events that did not count, all along.
+    trace_losses: Losses,
+    /// Whether the first losses were said.
+    told_losses: bool,
 }
 
 impl Watched {
+    /// Says, as guard ends, the traced events that did not count and a tracer that sent nothing.
+    fn say_trace_end(&self, trace: &TracePlan, report: &mut impl FnMut(Event<'_>)) {
+        let Some(r) = &self.registrations else {
+            return;
+        };
+        if self.trace_losses.any() {
+            report(Event::TraceLosses {
+                losses: self.trace_losses,
+                ending: true,
+            });
+        }
+        if let (false, TracePlan::On(lib)) = (r.heard(), trace) {
+            report(Event::Untraced(&TraceOff::Silent(lib.clone())));
+        }
+    }
+
     /// What became of the job: the started job's main process has ended (with the members left
     /// in its cgroup), or none of the `--pid`s is left.
     fn state(&mut self) -> Result<JobState, GuardError> {
@@ -426,7 +474,9 @@ impl Watched {
             self.sampler.set_scope(Scope::Pids(members));
         }
         if let Some(r) = self.registrations.as_mut() {
-            observer.set_registered(r.live());
+            let (registered, losses) = r.live();
+            observer.set_registered(registered);
+            self.trace_losses.add(losses);
         }
         let seen = observer.sample(&mut self.sampler)?;
         if live && !contained {

@@ -38,6 +38,12 @@ pub fn render_calls(t: &CallTable, width: usize) -> String {
             t.dropped, t.not_stored
         ));
     }
+    if t.foreign > 0 {
+        head.push_str(&format!(
+            "; {} events from processes outside the job refused",
+            t.foreign
+        ));
+    }
     head.push(')');
     let mut out = format!("\n{}", wrap::paragraph("", &head, width));
     if let Some(why) = ze_off {

@@ -30,7 +30,8 @@
 //!   `api_calls(t_ms, pid, tid, platform, api, op, device, bytes, address, flags, result)`, one row
 //!   per traced call or tracer status event, a free carrying the kind, device and bytes of what it
 //!   freed; `meta.trace` ("on: LIBRARY" or "off: why"), `meta.trace_dropped` (events lost between
-//!   the job and gpuledger), `meta.trace_not_stored` (beyond the row limit),
+//!   the job and gpuledger), `meta.trace_not_stored` (beyond the row limit), `meta.trace_foreign`
+//!   (events from processes outside the job, refused),
 //!   `meta.trace_level_zero` ("on" or "off: why": the Level Zero interposer in `LD_PRELOAD`).
 //!
 //! Version 4 lacks `api_calls` and `meta.trace`; it reads with no traced calls. Version 3 lacks the evidence tables; it reads with no evidence. Version 2 lacks the driver-held columns and `worst_severity`, and its `severity` is the worst

@@ -3,7 +3,7 @@
 
 use super::follow::{Follower, JobTarget};
 use super::session::{step, StepError};
-use super::trace::{Listener, Started, TraceOff, TracePlan};
+use super::trace::{Listener, Losses, Started, TraceOff, TracePlan};
 use super::Resolver;
 use super::{Recorder, RecordingError, RecordingMeta};
 use crate::findings::{Finding, Thresholds};
@@ -16,7 +16,8 @@ use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
 use crate::sources::kernel_log;
 use crate::sources::kmsg::KernelLog;
 use crate::sources::meminfo::read_version;
-use std::path::Path;
+use std::os::fd::BorrowedFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
@@ -164,8 +165,9 @@ pub fn record(
         Target::Job(j) => Some(Follower::start(j, &mut recorder)?),
         _ => None,
     };
-    let listener = match (target, &opts.trace) {
-        (Target::Command { .. }, Some(plan)) => start_trace(plan, &mut recorder)?,
+    let mut trace_env = Vec::new();
+    let mut listener = match (target, &opts.trace) {
+        (Target::Command { .. }, Some(plan)) => start_trace(plan, &mut recorder, &mut trace_env)?,
         _ => None,
     };
     let mut resolver = Resolver::default();
@@ -173,10 +175,12 @@ pub fn record(
     let (mut job, mut capture) = match target {
         Target::Command { argv, env } => {
             let mut env = env.clone();
-            if let Some((_, trace_env)) = &listener {
-                env.extend(trace_env.iter().cloned());
+            env.append(&mut trace_env);
+            let channel = listener.as_ref().and_then(|(l, _)| l.job_end());
+            let (job, capture) = start_captured(argv, &env, channel, opts, &mut recorder)?;
+            if let Some((l, _)) = listener.as_mut() {
+                l.job_started();
             }
-            let (job, capture) = start_captured(argv, &env, opts, &mut recorder)?;
             (Some(job), Some(capture))
         }
         _ => (None, None),
@@ -210,8 +214,7 @@ pub fn record(
         }
         // The calls first: host memory registered so far is part of this sample's ledger.
         if let (Some((l, _)), None) = (&listener, &write_error) {
-            let (mut events, lost) = l.take();
-            write_error = recorder.add_calls(&mut events, lost, &mut resolver).err();
+            write_error = add_taken(&mut recorder, l, &mut resolver).err();
         }
         if write_error.is_none() {
             observer.set_registered(resolver.registered_by_pid());
@@ -283,11 +286,14 @@ pub fn record(
             if kmsg.is_none() && live {
                 recorder.add_kernel(&kernel_log::journal_since(started_ms / 1000))?;
             }
-            if let Some((l, _)) = &listener {
+            if let Some((l, lib)) = &listener {
                 // The job's last events (its exit flush) are in flight when it is reaped.
                 std::thread::sleep(TRACE_TAIL);
-                let (mut events, lost) = l.take();
-                recorder.add_calls(&mut events, lost, &mut resolver)?;
+                add_taken(&mut recorder, l, &mut resolver)?;
+                if l.accepted() == 0 {
+                    let why = TraceOff::Silent(lib.clone());
+                    recorder.set_meta("trace", &format!("off: {why}"))?;
+                }
             }
             if let Some(c) = capture.take() {
                 let (batch, tail, counts) = c.finish(OUTPUT_WAIT);
@@ -314,16 +320,29 @@ const OUTPUT_WAIT: Duration = Duration::from_secs(2);
 /// How long the recording waits for a finished job's last traced events.
 const TRACE_TAIL: Duration = Duration::from_millis(200);
 
-/// Variables added to a started job's environment.
-type JobEnv = Vec<(String, String)>;
+/// Stores the events `l` received since the last sample, with what was lost or refused.
+fn add_taken(
+    recorder: &mut Recorder,
+    l: &Listener,
+    resolver: &mut Resolver,
+) -> Result<(), RecordingError> {
+    let mut taken = l.take();
+    let losses = Losses {
+        lost: taken.lost,
+        foreign: taken.foreign,
+    };
+    recorder.add_calls(&mut taken.events, losses, resolver)
+}
 
-/// Notes the trace plan in `meta.trace` (and `meta.trace_level_zero`) and, when tracing, binds
-/// the socket the job sends to; the environment the traced job gets comes with it. Level Zero
-/// tracing kept out because another tool watches the job is said once on stderr.
+/// Notes the trace plan in `meta.trace` (and `meta.trace_level_zero`) and, when tracing, opens
+/// the channel the job sends on; the environment the traced job gets goes into `env`, and the
+/// library comes back with the listener (the recording says tracing was off when no event came).
+/// Level Zero tracing kept out because another tool watches the job is said once on stderr.
 fn start_trace(
     plan: &TracePlan,
     recorder: &mut Recorder,
-) -> Result<Option<(Listener, JobEnv)>, RecordingError> {
+    env: &mut Vec<(String, String)>,
+) -> Result<Option<(Listener, PathBuf)>, RecordingError> {
     let (state, listener) = match plan {
         TracePlan::On(lib) => match Started::begin(lib) {
             Ok(started) => {
@@ -335,8 +354,16 @@ fn start_trace(
                     Err(why) => format!("off: {why}"),
                 };
                 recorder.set_meta("trace_level_zero", &ze)?;
-                let Started { listener, env, .. } = started;
-                (format!("on: {}", lib.display()), Some((listener, env)))
+                let Started {
+                    listener,
+                    env: job_env,
+                    ..
+                } = started;
+                env.extend(job_env);
+                (
+                    format!("on: {}", lib.display()),
+                    Some((listener, lib.clone())),
+                )
             }
             Err(e) => (format!("off: {}", TraceOff::Socket(e.to_string())), None),
         },
@@ -350,6 +377,7 @@ fn start_trace(
 fn start_captured(
     argv: &[String],
     env: &[(String, String)],
+    channel: Option<BorrowedFd<'_>>,
     opts: &RunOptions,
     recorder: &mut Recorder,
 ) -> Result<(Job, Capture), RunError> {
@@ -357,7 +385,7 @@ fn start_captured(
     recorder.start_output(&opts.rates)?;
     let mut all = env.to_vec();
     all.extend(capture.env());
-    let (job, out, err) = Job::spawn_piped(argv, &all).map_err(RunError::Spawn)?;
+    let (job, out, err) = Job::spawn_piped(argv, &all, channel).map_err(RunError::Spawn)?;
     capture.attach(out, err);
     Ok((job, capture))
 }

@@ -55,6 +55,8 @@ pub struct CallTable {
     pub dropped: u64,
     /// Events received but not stored (the recording's row limit).
     pub not_stored: u64,
+    /// Events sent by processes outside the job, refused (`meta.trace_foreign`).
+    pub foreign: u64,
     /// `meta.trace_level_zero`: whether the Level Zero interposer went in ("on" or "off: why");
     /// `None` in recordings made before it existed.
     pub level_zero: Option<String>,
@@ -233,6 +235,7 @@ pub(super) fn calls(
         state,
         dropped: num("trace_dropped"),
         not_stored: num("trace_not_stored"),
+        foreign: num("trace_foreign"),
         level_zero: meta.get("trace_level_zero").cloned(),
         ..Default::default()
     };

@@ -1,10 +1,12 @@
-//! Writing traced calls into a recording (`api_calls`, `meta.trace*`).
+//! Writing traced calls into a recording (`api_calls`, `meta.trace*`: `trace_dropped`,
+//! `trace_not_stored`, `trace_foreign`).
 //!
 //! A free names only an address; [`Resolver`] remembers each process's live allocations so
 //! that a free is stored with the kind, device and bytes of what it freed (a `cuMemFree` of
 //! managed memory counts as managed). Status events are stored too: `started`, `off` (with its
 //! reason), `dropped` (events the tracer could not send).
 
+use super::trace::Losses;
 use super::{Recorder, RecordingError};
 use gpuledger_trace_wire::{Api, Event, Op};
 use rusqlite::params;
@@ -66,15 +68,15 @@ impl Resolver {
 }
 
 impl Recorder {
-    /// Stores traced events (resolved by `resolver`) in one transaction; `lost` events never
-    /// reached gpuledger.
+    /// Stores traced events (resolved by `resolver`) in one transaction; `losses` counts the
+    /// events that never reached gpuledger or came from outside the job.
     pub fn add_calls(
         &mut self,
         events: &mut [Event],
-        lost: u64,
+        losses: Losses,
         resolver: &mut Resolver,
     ) -> Result<(), RecordingError> {
-        if events.is_empty() && lost == 0 {
+        if events.is_empty() && !losses.any() {
             return Ok(());
         }
         let path = self.path.clone();
@@ -83,11 +85,14 @@ impl Recorder {
             source,
         };
         let tx = self.conn.transaction().map_err(&err)?;
+        // Rows are only ever appended: the last rowid is their count, without a scan.
         let stored: u64 = tx
-            .query_row("SELECT count(*) FROM api_calls", [], |r| r.get(0))
+            .query_row("SELECT coalesce(max(rowid), 0) FROM api_calls", [], |r| {
+                r.get(0)
+            })
             .map_err(&err)?;
         let room = MAX_ROWS.saturating_sub(stored) as usize;
-        let mut dropped = lost;
+        let mut dropped = losses.lost;
         {
             let mut st = tx
                 .prepare_cached("INSERT INTO api_calls(t_ms, pid, tid, platform, api, op, device, bytes, address, flags, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")
@@ -117,7 +122,11 @@ impl Recorder {
             }
         }
         let not_stored = events.len().saturating_sub(room) as u64;
-        for (key, n) in [("trace_dropped", dropped), ("trace_not_stored", not_stored)] {
+        for (key, n) in [
+            ("trace_dropped", dropped),
+            ("trace_not_stored", not_stored),
+            ("trace_foreign", losses.foreign),
+        ] {
             if n > 0 {
                 tx.execute(
                     "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + ?2",

@@ -44,6 +44,7 @@ mod simulate;
 mod snapshot_fixtures;
 mod timeline_record;
 mod top_tmux;
+mod trace_channel;
 mod trace_record;
 mod trace_views;
 mod views;

@@ -1,6 +1,6 @@
 //! API tracing end to end without a GPU: `record -- CMD` with a tracer library named in
 //! GPULEDGER_TRACER, where the job is a Python script that sends what the tracer would (the
-//! wire format of `tracer/wire`) to the socket in its environment: tracing started, 2 GiB
+//! wire format of `tracer/wire`) on the channel it inherited: tracing started, 2 GiB
 //! registered and unregistered, a device allocation still live at the end, a failed cuMemCreate,
 //! 4 events the tracer dropped. `show` must list them by call, `--no-trace` must leave them out.
 
@@ -10,17 +10,17 @@ use std::path::{Path, PathBuf};
 
 const JOB: &str = r#"
 import os, socket, struct, time
-path = os.environ.get("GPULEDGER_TRACE_SOCKET")
-if path is None:
+fd = os.environ.get("GPULEDGER_TRACE_FD")
+if fd is None:
     raise SystemExit(0)
 assert os.environ["CUDA_INJECTION64_PATH"].endswith("libgpuledger_tracer.so")
 pid = os.getpid()
 def ev(api, op, dev, size, addr, result=0):
     return struct.pack("<QIIBBBBiQQIi", time.time_ns(), pid, pid, api, op, 0, 0, dev, size, addr, 0, result)
 GIB = 1 << 30
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.sendto(ev(0, 9, -1, 0, 0) + ev(3, 0, -1, 2 * GIB, 0x9000) + ev(1, 0, 0, GIB, 0x100), path)
-s.sendto(ev(3, 1, -1, 0, 0x9000) + ev(6, 0, 0, 2 << 20, 0, 800) + ev(0, 11, -1, 4, 0), path)
+s = socket.socket(fileno=int(fd.split(":")[0]))
+s.send(ev(0, 9, -1, 0, 0) + ev(3, 0, -1, 2 * GIB, 0x9000) + ev(1, 0, 0, GIB, 0x100))
+s.send(ev(3, 1, -1, 0, 0x9000) + ev(6, 0, 0, 2 << 20, 0, 800) + ev(0, 11, -1, 4, 0))
 time.sleep(0.3)
 "#;
 

@@ -1,6 +1,7 @@
 //! gpuledger's tracer: a library loaded into a job that reports the job's GPU memory API calls
 //! (which call allocated, pinned, registered or mapped which bytes, on which device) to
-//! `gpuledger record` over the Unix datagram socket named in `GPULEDGER_TRACE_SOCKET`.
+//! `gpuledger record` over the channel gpuledger started the job with ([`channel`]: the inherited
+//! socket in `GPULEDGER_TRACE_FD`, else the socket named in `GPULEDGER_TRACE_SOCKET`).
 //!
 //! NVIDIA: the CUDA driver loads it through `CUDA_INJECTION64_PATH` and calls
 //! [`InitializeInjection`]; it subscribes to CUPTI's callbacks for the memory calls only.
@@ -13,6 +14,7 @@
 //! reader is slow or gone); when CUPTI or the driver version is missing, tracing is off and the
 //! process says so once on stderr.
 
+mod channel;
 mod cupti;
 mod decode;
 mod find;
@@ -20,15 +22,18 @@ mod ring;
 mod writer;
 mod ze;
 
-use gpuledger_trace_wire::{Api, Op, Platform, SOCKET_ENV};
+use gpuledger_trace_wire::{Api, Op, Platform, FD_ENV, SOCKET_ENV};
 use std::ffi::c_int;
 
 fn initialize() {
-    let Some(socket) = std::env::var_os(SOCKET_ENV).filter(|s| !s.is_empty()) else {
-        eprintln!("gpuledger-tracer: {SOCKET_ENV} is not set; tracing off");
+    let Some(channel) = channel::Channel::from_env(|k| std::env::var(k).ok()) else {
+        eprintln!(
+            "gpuledger-tracer: neither {FD_ENV} (open in this process) nor {SOCKET_ENV} is \
+             set; tracing off"
+        );
         return;
     };
-    if !writer::init(socket.into()) {
+    if !writer::init(channel) {
         return;
     }
     if let Err(off) = cupti::start() {

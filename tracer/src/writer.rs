@@ -1,33 +1,32 @@
 //! Getting events out of the job: [`emit`] stamps an event and pushes it into the static ring
 //! (no allocation, no blocking); a writer thread, started at the first event of each process,
-//! sends the ring's events in datagrams to the socket named in the environment. While the
+//! sends the ring's events in datagrams on the process's [`Channel`]. While the
 //! reader's queue is full the writer waits (a bounded while: [`PATIENCE`]), so a burst of calls
 //! fills the ring rather than being lost; what the ring cannot hold, or a reader that is gone or
 //! stays stuck cannot take, is dropped and counted; the counts go out as [`Op::Dropped`] events,
 //! the last one when the process exits.
 //!
 //! Fork: the child handler empties the ring, forgets the parent's writer thread (it does not
-//! exist in the child) and closes the parent's socket; the child's first event starts its own.
+//! exist in the child) and closes the parent's own socket (an inherited channel it keeps); the
+//! child's first event starts its own writer.
 
+use crate::channel::{Channel, Sender};
 use crate::ring::{Ring, CAPACITY};
 use gpuledger_trace_wire::{Api, Event, Op, Platform, EVENTS_PER_DATAGRAM, EVENT_BYTES};
 use std::cell::Cell;
 use std::io::ErrorKind;
-use std::os::unix::io::AsRawFd;
-use std::os::unix::net::UnixDatagram;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 static RING: Ring<CAPACITY> = Ring::new();
 /// Where events go; set once at initialisation.
-static SOCKET: OnceLock<PathBuf> = OnceLock::new();
+static SOCKET: OnceLock<Channel> = OnceLock::new();
 /// A writer thread runs in this process.
 static WRITER: AtomicBool = AtomicBool::new(false);
 /// Someone is taking events out of the ring (the writer, or the exit flush).
 static DRAINING: AtomicBool = AtomicBool::new(false);
-/// The writer's socket, closed by a forked child.
+/// The writer's own socket, closed by a forked child.
 static SOCKET_FD: AtomicI32 = AtomicI32::new(-1);
 static PID: AtomicU32 = AtomicU32::new(0);
 
@@ -47,7 +46,7 @@ const EXIT_SEND: Duration = Duration::from_millis(300);
 const RETRY: Duration = Duration::from_micros(50);
 
 /// Sets where events go and registers the fork and exit handlers; `false` when it was set before.
-pub fn init(socket: PathBuf) -> bool {
+pub fn init(socket: Channel) -> bool {
     if SOCKET.set(socket).is_err() {
         return false;
     }
@@ -76,7 +75,7 @@ fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Whether events have somewhere to go (the socket was named at initialisation).
+/// Whether events have somewhere to go (a channel was named at initialisation).
 pub fn enabled() -> bool {
     SOCKET.get().is_some()
 }
@@ -121,18 +120,16 @@ pub fn emit(e: &Event) {
     }
 }
 
-fn socket() -> Option<UnixDatagram> {
-    let s = UnixDatagram::unbound().ok()?;
-    s.set_nonblocking(true).ok()?;
-    Some(s)
+fn socket() -> Option<Sender> {
+    Sender::new(SOCKET.get()?)
 }
 
 /// Sends `bytes`, trying again while the reader's queue is full, for `patience` at most; `false`
 /// when it did not go (the reader is gone, or stayed full).
-fn send_patiently(sock: &UnixDatagram, bytes: &[u8], path: &PathBuf, patience: Duration) -> bool {
+fn send_patiently(sock: &Sender, bytes: &[u8], patience: Duration) -> bool {
     let start = Instant::now();
     loop {
-        match sock.send_to(bytes, path) {
+        match sock.send(bytes) {
             Ok(_) => return true,
             Err(e) if e.kind() == ErrorKind::WouldBlock && start.elapsed() < patience => {
                 std::thread::sleep(RETRY)
@@ -144,7 +141,7 @@ fn send_patiently(sock: &UnixDatagram, bytes: &[u8], path: &PathBuf, patience: D
 
 /// Sends one datagram of up to [`EVENTS_PER_DATAGRAM`] events, waiting up to `patience` for
 /// room; the number taken from the ring.
-fn send_batch(sock: &UnixDatagram, path: &PathBuf, patience: Duration) -> usize {
+fn send_batch(sock: &Sender, patience: Duration) -> usize {
     let mut buf = [0u8; EVENT_BYTES * EVENTS_PER_DATAGRAM];
     let mut n = 0;
     while n < EVENTS_PER_DATAGRAM {
@@ -154,14 +151,14 @@ fn send_batch(sock: &UnixDatagram, path: &PathBuf, patience: Duration) -> usize 
         }
         n += 1;
     }
-    if n > 0 && !send_patiently(sock, &buf[..n * EVENT_BYTES], path, patience) {
+    if n > 0 && !send_patiently(sock, &buf[..n * EVENT_BYTES], patience) {
         RING.add_dropped(n as u64);
     }
     n
 }
 
 /// Sends the dropped count as an event (`final_one`: even when it is 0).
-fn send_dropped(sock: &UnixDatagram, path: &PathBuf, final_one: bool) {
+fn send_dropped(sock: &Sender, final_one: bool) {
     let n = RING.take_dropped();
     if n == 0 && !final_one {
         return;
@@ -170,27 +167,29 @@ fn send_dropped(sock: &UnixDatagram, path: &PathBuf, final_one: bool) {
     e.bytes = n;
     let mut b = [0u8; EVENT_BYTES];
     e.encode(&mut b);
-    if sock.send_to(&b, path).is_err() {
+    if sock.send(&b).is_err() {
         RING.add_dropped(n);
     }
 }
 
 fn writer() {
     let _ = std::panic::catch_unwind(|| {
-        let (Some(path), Some(sock)) = (SOCKET.get(), socket()) else {
+        let Some(sock) = socket() else {
             return;
         };
-        SOCKET_FD.store(sock.as_raw_fd(), Ordering::Release);
+        if let Some(fd) = sock.own_fd() {
+            SOCKET_FD.store(fd, Ordering::Release);
+        }
         loop {
             if DRAINING
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
                 let mut sent = 0;
-                while send_batch(&sock, path, PATIENCE) > 0 {
+                while send_batch(&sock, PATIENCE) > 0 {
                     sent += 1;
                 }
-                send_dropped(&sock, path, false);
+                send_dropped(&sock, false);
                 DRAINING.store(false, Ordering::Release);
                 if sent > 0 {
                     continue;
@@ -203,7 +202,7 @@ fn writer() {
 
 /// Sends what is left and the final dropped count, from the calling thread.
 pub fn flush_now() {
-    let (Some(path), Some(sock)) = (SOCKET.get(), socket()) else {
+    let Some(sock) = socket() else {
         return;
     };
     let start = Instant::now();
@@ -217,13 +216,8 @@ pub fn flush_now() {
         std::thread::yield_now();
     }
     let deadline = Instant::now() + EXIT_SEND;
-    while send_batch(
-        &sock,
-        path,
-        deadline.saturating_duration_since(Instant::now()),
-    ) > 0
-    {}
-    send_dropped(&sock, path, true);
+    while send_batch(&sock, deadline.saturating_duration_since(Instant::now())) > 0 {}
+    send_dropped(&sock, true);
     DRAINING.store(false, Ordering::Release);
 }
 
@@ -252,18 +246,20 @@ mod tests {
     use super::*;
 
     /// A reader socket whose queue is full: datagrams sent until the kernel refuses one.
-    fn full_reader(dir: &std::path::Path) -> (UnixDatagram, PathBuf, UnixDatagram) {
+    use std::os::unix::net::UnixDatagram;
+
+    fn full_reader(dir: &std::path::Path) -> (UnixDatagram, Sender) {
         let path = dir.join("r");
         let reader = UnixDatagram::bind(&path).unwrap();
-        let sender = socket().unwrap();
-        while sender.send_to(&[0u8; EVENT_BYTES], &path).is_ok() {}
-        (reader, path, sender)
+        let sender = Sender::new(&Channel::Path(path)).unwrap();
+        while sender.send(&[0u8; EVENT_BYTES]).is_ok() {}
+        (reader, sender)
     }
 
     #[test]
     fn a_full_queue_is_waited_for_while_the_reader_catches_up() {
         let dir = tempfile::tempdir().unwrap();
-        let (reader, path, sender) = full_reader(dir.path());
+        let (reader, sender) = full_reader(dir.path());
         let drain = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
             let mut buf = [0u8; EVENT_BYTES];
@@ -271,12 +267,7 @@ mod tests {
             reader
         });
         let start = Instant::now();
-        assert!(send_patiently(
-            &sender,
-            &[1u8; EVENT_BYTES],
-            &path,
-            PATIENCE
-        ));
+        assert!(send_patiently(&sender, &[1u8; EVENT_BYTES], PATIENCE));
         assert!(
             start.elapsed() >= Duration::from_millis(15),
             "it waited for room"
@@ -287,25 +278,15 @@ mod tests {
     #[test]
     fn a_stuck_or_gone_reader_costs_at_most_the_patience() {
         let dir = tempfile::tempdir().unwrap();
-        let (reader, path, sender) = full_reader(dir.path());
+        let (reader, sender) = full_reader(dir.path());
         let start = Instant::now();
         let patience = Duration::from_millis(30);
-        assert!(!send_patiently(
-            &sender,
-            &[1u8; EVENT_BYTES],
-            &path,
-            patience
-        ));
+        assert!(!send_patiently(&sender, &[1u8; EVENT_BYTES], patience));
         let took = start.elapsed();
         assert!(took >= patience && took < patience * 10, "{took:?}");
         drop(reader);
         let start = Instant::now();
-        assert!(!send_patiently(
-            &sender,
-            &[1u8; EVENT_BYTES],
-            &path,
-            PATIENCE
-        ));
+        assert!(!send_patiently(&sender, &[1u8; EVENT_BYTES], PATIENCE));
         assert!(
             start.elapsed() < PATIENCE,
             "a gone reader is not waited for"

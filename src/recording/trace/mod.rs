@@ -1,5 +1,5 @@
-//! API-level tracing of a started command: whether to trace ([`plan`]), and the socket the
-//! tracer library in the job sends its events to ([`Listener`]).
+//! API-level tracing of a started command: whether to trace ([`plan`]), and the channel the
+//! tracer library in the job sends its events on ([`Listener`]).
 //!
 //! The tracer (`tracer/`, `libgpuledger_tracer.so`) is taken from `GPULEDGER_TRACER` or from
 //! beside the gpuledger binary. Tracing is never stacked on another tool: when the job's
@@ -7,12 +7,7 @@
 //! its own (nsys, ncu, unitrace), it stays off and says why. Whether the same library also goes
 //! into the job's `LD_PRELOAD` as the Level Zero interposer is decided in `trace_ze`.
 
-use gpuledger_trace_wire::{Event, EVENTS_PER_DATAGRAM, EVENT_BYTES, SOCKET_ENV};
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The tracer library's file name.
 pub const TRACER_FILE: &str = "libgpuledger_tracer.so";
@@ -20,8 +15,6 @@ pub const TRACER_FILE: &str = "libgpuledger_tracer.so";
 pub const TRACER_ENV: &str = "GPULEDGER_TRACER";
 /// The variable the CUDA driver loads an injection library from.
 pub const CUDA_INJECTION_ENV: &str = "CUDA_INJECTION64_PATH";
-/// Events kept in memory between two samples at most; more are counted as dropped.
-const PENDING_MAX: usize = 1 << 20;
 /// Commands that inject their own tracer into the job.
 const PROFILERS: [&str; 5] = [
     "nsys",
@@ -48,6 +41,8 @@ pub enum TraceOff {
     NotLive,
     /// The socket could not be made.
     Socket(String),
+    /// The tracer was put into the job, but no event of the job arrived.
+    Silent(PathBuf),
 }
 
 impl TraceOff {
@@ -72,6 +67,7 @@ impl std::fmt::Display for TraceOff {
             TraceOff::NotStarted => write!(f, "only a command gpuledger starts (after --) can be traced"),
             TraceOff::NotLive => write!(f, "the machine is a captured or simulated tree (--root)"),
             TraceOff::Socket(e) => write!(f, "cannot create the trace socket: {e}"),
+            TraceOff::Silent(p) => write!(f, "{} was injected but sent nothing: the job made no CUDA or Level Zero call, or a program in it cleared its environment or closed inherited descriptors and could not reach the fallback socket (sudo does both; setpriv keeps them), or the loader refused the library (setuid programs, another architecture)", p.display()),
         }
     }
 }
@@ -130,103 +126,12 @@ pub fn library(var: impl Fn(&str) -> Option<String>, exe_dir: Option<&Path>) -> 
     }
 }
 
-#[derive(Debug, Default)]
-struct Inbox {
-    events: Vec<Event>,
-    /// Datagrams or events `record` could not take (full inbox, undecodable).
-    lost: u64,
-}
-
-/// The socket the job's tracer sends to, read by a thread into a bounded inbox.
-#[derive(Debug)]
-pub struct Listener {
-    dir: tempfile::TempDir,
-    inbox: Arc<Mutex<Inbox>>,
-    stop: Arc<AtomicBool>,
-    received: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Listener {
-    /// Binds a socket in a new private folder and starts reading it.
-    pub fn bind() -> std::io::Result<Listener> {
-        let dir = tempfile::Builder::new()
-            .prefix("gpuledger-trace-")
-            .tempdir()?;
-        let sock = UnixDatagram::bind(dir.path().join("events.sock"))?;
-        sock.set_read_timeout(Some(Duration::from_millis(50)))?;
-        let inbox = Arc::new(Mutex::new(Inbox::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let received = Arc::new(AtomicU64::new(0));
-        let (i, s, r) = (inbox.clone(), stop.clone(), received.clone());
-        let thread = std::thread::Builder::new()
-            .name("trace-listener".into())
-            .spawn(move || read_loop(&sock, &i, &s, &r))?;
-        Ok(Listener {
-            dir,
-            inbox,
-            stop,
-            received,
-            thread: Some(thread),
-        })
-    }
-
-    /// The socket's path.
-    pub fn socket(&self) -> PathBuf {
-        self.dir.path().join("events.sock")
-    }
-
-    /// The environment a traced job gets.
-    pub fn env(&self, library: &Path) -> Vec<(String, String)> {
-        vec![
-            (
-                CUDA_INJECTION_ENV.to_string(),
-                library.display().to_string(),
-            ),
-            (SOCKET_ENV.to_string(), self.socket().display().to_string()),
-        ]
-    }
-
-    /// Takes the events received so far and the count of those lost on this side.
-    pub fn take(&self) -> (Vec<Event>, u64) {
-        let mut i = self.inbox.lock().unwrap_or_else(|p| p.into_inner());
-        (std::mem::take(&mut i.events), std::mem::take(&mut i.lost))
-    }
-
-    /// Datagrams received so far.
-    pub fn received(&self) -> u64 {
-        self.received.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn read_loop(sock: &UnixDatagram, inbox: &Mutex<Inbox>, stop: &AtomicBool, received: &AtomicU64) {
-    let mut buf = vec![0u8; EVENT_BYTES * EVENTS_PER_DATAGRAM * 2];
-    while !stop.load(Ordering::Relaxed) {
-        let n = match sock.recv(&mut buf) {
-            Ok(n) => n,
-            Err(_) => continue,
-        };
-        received.fetch_add(1, Ordering::Relaxed);
-        let mut i = inbox.lock().unwrap_or_else(|p| p.into_inner());
-        match Event::decode_all(&buf[..n]) {
-            Ok(ev) if i.events.len() + ev.len() <= PENDING_MAX => i.events.extend(ev),
-            Ok(ev) => i.lost += ev.len() as u64,
-            Err(_) => i.lost += (n / EVENT_BYTES).max(1) as u64,
-        }
-    }
-}
-
+mod listen;
+mod senders;
 mod start;
 #[cfg(test)]
 mod tests;
 
-pub use start::{Registrations, Started};
+pub use listen::{Listener, Taken, PENDING_MAX};
+pub use senders::Senders;
+pub use start::{Losses, Registrations, Started};

@@ -6,7 +6,9 @@
 use super::Listener;
 use crate::recording::trace_ze::{self, ZeOff};
 use crate::recording::Resolver;
+use gpuledger_trace_wire::Op;
 use std::collections::BTreeMap;
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 /// A bound socket and the environment that sends a job's calls to it.
@@ -48,6 +50,29 @@ impl Started {
     }
 }
 
+/// Events that never counted: lost between the job and gpuledger (the tracer's own drops, a
+/// full inbox, undecodable datagrams) and sent by processes outside the job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Lost on the way.
+    pub lost: u64,
+    /// From processes outside the job, refused.
+    pub foreign: u64,
+}
+
+impl Losses {
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: Losses) {
+        self.lost += other.lost;
+        self.foreign += other.foreign;
+    }
+
+    /// Whether anything was lost or refused.
+    pub fn any(&self) -> bool {
+        self.lost > 0 || self.foreign > 0
+    }
+}
+
 /// Host memory a traced job registered in place (`cuMemHostRegister`), kept current from its
 /// calls without a recording: what `guard` adds to each sample's ledger.
 #[derive(Debug)]
@@ -65,12 +90,35 @@ impl Registrations {
         }
     }
 
-    /// Takes the calls received since the last call; the registered bytes still live, per pid.
-    pub fn live(&mut self) -> BTreeMap<u32, u64> {
-        let (mut events, _lost) = self.started.listener.take();
-        for e in &mut events {
-            self.resolver.resolve(e);
+    /// Takes the calls received since the last call: the registered bytes still live, per pid,
+    /// and the events lost or refused since then.
+    pub fn live(&mut self) -> (BTreeMap<u32, u64>, Losses) {
+        let taken = self.started.listener.take();
+        let mut losses = Losses {
+            lost: taken.lost,
+            foreign: taken.foreign,
+        };
+        for mut e in taken.events {
+            if e.op == Op::Dropped {
+                losses.lost += e.bytes;
+            }
+            self.resolver.resolve(&mut e);
         }
-        self.resolver.registered_by_pid()
+        (self.resolver.registered_by_pid(), losses)
+    }
+
+    /// The job's end of the channel, for it to inherit when it starts.
+    pub fn job_end(&self) -> Option<BorrowedFd<'_>> {
+        self.started.listener.job_end()
+    }
+
+    /// Closes gpuledger's copy of the job's end once the job holds its own.
+    pub fn job_started(&mut self) {
+        self.started.listener.job_started();
+    }
+
+    /// Whether any event of the job arrived.
+    pub fn heard(&self) -> bool {
+        self.started.listener.accepted() > 0
     }
 }

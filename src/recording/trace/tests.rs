@@ -1,6 +1,9 @@
 use super::*;
 use crate::recording::{open, Recorder, RecordingMeta, Resolver};
-use gpuledger_trace_wire::{Api, Op, Platform};
+use gpuledger_trace_wire::{Api, Event, Op, Platform, EVENT_BYTES, FD_ENV};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixDatagram;
+use std::time::Duration;
 
 fn argv(s: &[&str]) -> Vec<String> {
     s.iter().map(|x| x.to_string()).collect()
@@ -77,41 +80,71 @@ fn event(pid: u32, api: Api, op: Op, bytes: u64, address: u64, result: i32) -> E
     }
 }
 
-fn send(sock: &Path, events: &[Event]) {
-    let mut buf = Vec::new();
-    for e in events {
-        let mut b = [0u8; EVENT_BYTES];
-        e.encode(&mut b);
-        buf.extend_from_slice(&b);
-    }
-    UnixDatagram::unbound()
-        .unwrap()
-        .send_to(&buf, sock)
-        .unwrap();
-}
+/// A job that sends, on the channel it inherited, an event claiming to be pid 1 and a datagram
+/// that is not events.
+const SENDER: &str = r#"
+import os, socket, struct
+fd = int(os.environ["GPULEDGER_TRACE_FD"].split(":")[0])
+s = socket.socket(fileno=fd)
+s.send(struct.pack("<QIIBBBBiQQIi", 1, 1, 1, 1, 0, 0, 0, 0, 10, 16, 0, 0))
+s.send(b"junk")
+"#;
 
 #[test]
-fn listener_receives_what_a_tracer_sends_and_counts_garbage() {
+fn listener_keeps_the_job_s_events_under_the_kernel_pid_and_refuses_others() {
     let l = Listener::bind().unwrap();
     let lib = Path::new("/x/libgpuledger_tracer.so");
     let env = l.env(lib);
     assert!(env.contains(&(CUDA_INJECTION_ENV.into(), lib.display().to_string())));
-    assert!(env.contains(&(SOCKET_ENV.into(), l.socket().display().to_string())));
-    send(
-        &l.socket(),
-        &[event(1, Api::Device, Op::Alloc, 10, 0x10, 0)],
-    );
+    // gpuledger itself is not the job: its events through the fallback socket are refused.
+    let mut b = [0u8; EVENT_BYTES];
+    event(7, Api::Device, Op::Alloc, 10, 0x10, 0).encode(&mut b);
     UnixDatagram::unbound()
         .unwrap()
-        .send_to(b"junk", l.socket())
+        .send_to(&b, l.socket())
         .unwrap();
+    let argv = argv(&["python3", "-c", SENDER]);
+    let mut job = crate::job::Job::spawn_piped(&argv, &env, l.job_end()).unwrap();
+    assert_eq!(
+        job.0.wait().unwrap().code,
+        Some(0),
+        "the job sent its events"
+    );
     let start = std::time::Instant::now();
-    while l.received() < 2 && start.elapsed() < Duration::from_secs(5) {
+    let mut got = Taken::default();
+    while (got.events.len(), got.lost, got.foreign) != (1, 1, 1)
+        && start.elapsed() < Duration::from_secs(5)
+    {
         std::thread::sleep(Duration::from_millis(5));
+        let t = l.take();
+        got.events.extend(t.events);
+        got.lost += t.lost;
+        got.foreign += t.foreign;
     }
-    let (events, lost) = l.take();
-    assert_eq!(events.len(), 1);
-    assert_eq!(lost, 1);
+    assert_eq!(
+        (got.events.len(), got.lost, got.foreign),
+        (1, 1, 1),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.events[0].pid,
+        job.0.pid(),
+        "the kernel's pid, not the one claimed"
+    );
+    assert_eq!(l.accepted(), 2);
+}
+
+#[test]
+fn the_fallback_socket_is_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let l = Listener::bind().unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(l.socket().parent().unwrap()), 0o700);
+    assert_eq!(mode(&l.socket()), 0o600);
+    let fd = l.env(Path::new("/x.so"));
+    let value = &fd.iter().find(|(k, _)| k == FD_ENV).unwrap().1;
+    let inherited = gpuledger_trace_wire::Inherited::parse(value).unwrap();
+    assert_eq!(Some(inherited.fd), l.job_end().map(|f| f.as_raw_fd()));
 }
 
 #[test]
@@ -131,16 +164,21 @@ fn recorded_calls_read_back_per_kind_with_frees_resolved_and_failures_kept() {
         event(7, Api::Vmm, Op::Alloc, 2 << 20, 0, 800),
     ];
     let mut resolver = Resolver::default();
-    rec.add_calls(&mut first, 0, &mut resolver).unwrap();
+    rec.add_calls(&mut first, Losses::default(), &mut resolver)
+        .unwrap();
     let mut second = vec![
         event(7, Api::Registered, Op::Free, 0, 0x9000, 0),
         event(7, Api::Tracer, Op::Dropped, 3, 0, 0),
     ];
-    rec.add_calls(&mut second, 2, &mut resolver).unwrap();
+    let losses = Losses {
+        lost: 2,
+        foreign: 4,
+    };
+    rec.add_calls(&mut second, losses, &mut resolver).unwrap();
     drop(rec);
     let c = open(&path).unwrap().calls.unwrap();
     assert_eq!(c.started, [7]);
-    assert_eq!(c.dropped, 5);
+    assert_eq!((c.dropped, c.foreign), (5, 4));
     let row = |api: Api| c.rows.iter().find(|r| r.api == api).unwrap();
     let reg = row(Api::Registered);
     assert_eq!(
@@ -197,7 +235,7 @@ fn residency_counts_each_range_once_per_device_until_evicted_or_freed() {
         ze(Api::Device, Op::Free, 0, 0x100, 0),
         ze(Api::PeerResidency, Op::MakeResident, 1, 0x200, skipped),
     ];
-    rec.add_calls(&mut events, 0, &mut Resolver::default())
+    rec.add_calls(&mut events, Losses::default(), &mut Resolver::default())
         .unwrap();
     drop(rec);
     let c = open(&path).unwrap().calls.unwrap();

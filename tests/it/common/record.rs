@@ -46,15 +46,15 @@ fn traced_job(register: bool) -> String {
     format!(
         r#"
 import os, socket, struct, time
-path = os.environ["GPULEDGER_TRACE_SOCKET"]
+fd = int(os.environ["GPULEDGER_TRACE_FD"].split(":")[0])
 pid = os.getpid()
 def ev(api, op, dev, size, addr, result=0):
     return struct.pack("<QIIBBBBiQQIi", time.time_ns(), pid, pid, api, op, 0, 0, dev, size, addr, 0, result)
 GIB = 1 << 30
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.sendto(ev(0, 9, -1, 0, 0) + ev(1, 0, 0, GIB, 0x100) + ev(2, 0, -1, GIB // 4, 0x5000), path)
+s = socket.socket(fileno=fd)
+s.send(ev(0, 9, -1, 0, 0) + ev(1, 0, 0, GIB, 0x100) + ev(2, 0, -1, GIB // 4, 0x5000))
 if {register}:
-    s.sendto(ev(3, 0, -1, 2 * GIB, 0x9000), path)
+    s.send(ev(3, 0, -1, 2 * GIB, 0x9000))
 time.sleep(0.4)
 "#,
         register = if register { "True" } else { "False" }

@@ -19,9 +19,7 @@
 mod next;
 
 use crate::writer::{emit, pid, stamp};
-use gpuledger_trace_wire::{
-    residency_flags, Api, Op, Platform, SKIP_PEER_RESIDENCY_ENV, SOCKET_ENV,
-};
+use gpuledger_trace_wire::{residency_flags, Api, Op, Platform, SKIP_PEER_RESIDENCY_ENV};
 use next::{next, ordinal, owner, range_size, Handle, IpcHandle, ZeResult, SUCCESS, UNINITIALIZED};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -46,8 +44,8 @@ fn init() {
             std::env::var_os(SKIP_PEER_RESIDENCY_ENV).is_some_and(|v| v == "1"),
             Ordering::Relaxed,
         );
-        if let Some(s) = std::env::var_os(SOCKET_ENV).filter(|s| !s.is_empty()) {
-            crate::writer::init(s.into());
+        if let Some(c) = crate::channel::Channel::from_env(|k| std::env::var(k).ok()) {
+            crate::writer::init(c);
         }
     });
     let me = pid();

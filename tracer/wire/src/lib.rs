@@ -16,8 +16,43 @@
 pub const EVENT_BYTES: usize = 48;
 /// Events per datagram at most (a datagram stays far below the socket's limits).
 pub const EVENTS_PER_DATAGRAM: usize = 64;
-/// The environment variable naming the Unix datagram socket the tracer sends to.
+/// The environment variable naming the Unix datagram socket the tracer sends to when the
+/// inherited channel ([`FD_ENV`]) is not open in its process (a program that closed inherited
+/// descriptors, such as Python's `subprocess` with its default `close_fds`).
 pub const SOCKET_ENV: &str = "GPULEDGER_TRACE_SOCKET";
+/// The environment variable naming the job's end of the datagram socket pair it inherited from
+/// gpuledger, as [`Inherited`] writes it.
+pub const FD_ENV: &str = "GPULEDGER_TRACE_FD";
+
+/// The job's end of the trace channel: a descriptor number and the socket's inode, so that a
+/// process where the number was closed and reused for another file never writes events into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inherited {
+    /// The descriptor number in the job's processes.
+    pub fd: i32,
+    /// The socket's inode (`st_ino` of the descriptor).
+    pub inode: u64,
+}
+
+impl Inherited {
+    /// The value of [`FD_ENV`]: `FD:INODE`.
+    pub fn to_env(self) -> String {
+        format!("{}:{}", self.fd, self.inode)
+    }
+
+    /// Reads a value of [`FD_ENV`]; `None` when it is not `FD:INODE` with a non-negative fd.
+    pub fn parse(value: &str) -> Option<Inherited> {
+        let (fd, inode) = value.split_once(':')?;
+        let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !all_digits(fd) || !all_digits(inode) {
+            return None;
+        }
+        Some(Inherited {
+            fd: fd.parse().ok()?,
+            inode: inode.parse().ok()?,
+        })
+    }
+}
 
 /// The environment variable that makes the Level Zero interposer answer peer residency calls
 /// itself (`experiment --control skip-peer-residency`).

@@ -93,3 +93,42 @@ fn residency_flags_carry_the_owner_and_the_skip() {
         Some("ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY")
     );
 }
+
+proptest! {
+    #[test]
+    fn an_inherited_channel_reads_back_as_written(fd in 0..i32::MAX, inode: u64) {
+        let c = Inherited { fd, inode };
+        prop_assert_eq!(Inherited::parse(&c.to_env()), Some(c));
+    }
+
+    #[test]
+    fn only_digits_colon_digits_is_an_inherited_channel(s in "[0-9:a -]{0,24}") {
+        let well_formed = s.split_once(':').is_some_and(|(a, b)| {
+            [a, b].iter().all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+        });
+        if let Some(c) = Inherited::parse(&s) {
+            prop_assert!(well_formed, "{s:?} read as {c:?}");
+        }
+    }
+}
+
+#[test]
+fn fd_values_that_are_not_fd_colon_inode_are_refused() {
+    for bad in [
+        "",
+        "5",
+        ":5",
+        "5:",
+        "-1:2",
+        "5:x",
+        "5:2:3",
+        " 5:2",
+        "99999999999:1",
+    ] {
+        assert_eq!(Inherited::parse(bad), None, "{bad:?}");
+    }
+    assert_eq!(
+        Inherited::parse("7:12"),
+        Some(Inherited { fd: 7, inode: 12 })
+    );
+}
