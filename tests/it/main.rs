@@ -34,6 +34,7 @@ mod output_hardening;
 mod plot_chromium;
 mod private_copies;
 mod project;
+mod recorded_jobs;
 mod report;
 mod scaling;
 mod serve;
