@@ -358,7 +358,10 @@ not json
         let root = Root::open(dir.path()).unwrap();
         assert_eq!(boot_time_s(&root), Some(1_764_780_000));
         let log = WholeLog::read(&root);
-        assert_eq!(log.origin, None, "no dev/kmsg in the tree: no log, not an empty one");
+        assert_eq!(
+            log.origin, None,
+            "no dev/kmsg in the tree: no log, not an empty one"
+        );
         assert!(log.records.is_empty() && log.unreadable.is_none());
         std::fs::create_dir_all(dir.path().join("dev")).unwrap();
         std::fs::write(dir.path().join("dev/kmsg"), "").unwrap();

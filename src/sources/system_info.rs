@@ -408,9 +408,14 @@ mod tests {
         let lib = Path::new("/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libc10.so");
         assert_eq!(
             site_of(lib),
-            Some(PathBuf::from("/opt/torch/.venv/lib/python3.12/site-packages"))
+            Some(PathBuf::from(
+                "/opt/torch/.venv/lib/python3.12/site-packages"
+            ))
         );
-        assert_eq!(site_of(Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.1")), None);
+        assert_eq!(
+            site_of(Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.1")),
+            None
+        );
         assert_eq!(
             dist_info("jaxlib-0.11.2.dist-info"),
             Some(("jaxlib".into(), "0.11.2".into()))

@@ -177,7 +177,7 @@ fn redaction_replaces_whole_tokens_only() {
         "NCCL_COMM_ID=<host>:29500",
         "NCCL_SOCKET_IFNAME=vmnet0",
         "Linux version 6.18.0 `(<user>@<host>)` `#1` SMP",
-        "Start the job.",
+        "1. Start the job",
     ] {
         assert!(out.contains(kept), "missing {kept:?}:\n{out}");
     }
