@@ -152,3 +152,98 @@ pub(super) fn regression(a: &Recording, b: &Recording) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::RecordedProcess;
+
+    fn rec(meta: &[(&str, &str)], env: &[(&str, &str)]) -> Recording {
+        Recording {
+            meta: meta
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            processes: vec![RecordedProcess {
+                pid: 1,
+                comm: "python3".into(),
+                cmdline: "python3 train.py".into(),
+                rank: Some(0),
+                local_rank: Some(0),
+                env: env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                first: 0,
+                last: 3,
+                labels: serde_json::Value::Null,
+            }],
+            ..Recording::default()
+        }
+    }
+
+    #[test]
+    fn regression_says_what_the_recordings_kept_differs() {
+        let old = rec(&[("command", r#"["python3","train.py"]"#)], &[]);
+        let a = rec(
+            &[
+                ("command", r#"["python3","train.py"]"#),
+                (
+                    "packages",
+                    r#"{"libze-intel-gpu1":"26.22.38646.4-0ubuntu1"}"#,
+                ),
+                ("python", r#"{"torch":"2.11.0"}"#),
+            ],
+            &[("RANK", "0")],
+        );
+        let mut b = a.clone();
+        b.meta.insert(
+            "packages".into(),
+            r#"{"libze-intel-gpu1":"26.05.37020.3-0ubuntu1"}"#.into(),
+        );
+        b.processes[0]
+            .env
+            .insert("NEOReadDebugKeys".into(), "1".into());
+        assert!(regression(&old, &a).starts_with("not found: a recording keeps no"));
+        assert!(regression(&a, &a.clone()).starts_with("No: A and B kept the same"));
+        let r = regression(&a, &b);
+        assert!(r.starts_with("Possibly: A and B differ"), "{r}");
+        assert!(
+            r.contains("package libze-intel-gpu1: 26.22.38646.4-0ubuntu1 in A, 26.05.37020.3-0ubuntu1 in B"),
+            "{r}"
+        );
+        assert!(
+            r.contains("environment NEOReadDebugKeys: none in A, 1 in B"),
+            "{r}"
+        );
+        assert!(!r.contains("torch"), "the same torch is no difference: {r}");
+    }
+
+    #[test]
+    fn the_driver_and_the_cuda_runtime_come_from_one_place_each() {
+        let mut s = SystemInfo {
+            nvidia: Some("580.159.04 (NVML)".into()),
+            ..SystemInfo::default()
+        };
+        assert_eq!(
+            installed_driver(&s).as_deref(),
+            Some("NVIDIA driver 580.159.04 (NVML)")
+        );
+        s.packages
+            .insert("intel-opencl-icd".into(), "26.22.38646.4".into());
+        assert_eq!(
+            installed_driver(&s).as_deref(),
+            Some("intel-opencl-icd 26.22.38646.4")
+        );
+        assert_eq!(installed_driver(&SystemInfo::default()), None);
+        let mut py: BTreeMap<String, String> =
+            [("nvidia-cuda-runtime".to_string(), "13.0.96".to_string())].into();
+        assert_eq!(
+            cuda_runtime(&py).as_deref(),
+            Some("13.0.96 (Python package nvidia-cuda-runtime)")
+        );
+        py.insert("torch.cuda".into(), "13.0".into());
+        assert_eq!(cuda_runtime(&py).as_deref(), Some("13.0 (PyTorch's build)"));
+        assert_eq!(cuda_runtime(&BTreeMap::new()), None);
+    }
+}

@@ -352,12 +352,21 @@ fn bad_vs_good(a_name: &str, b_name: &str, d: &diff::Diff) -> String {
     t
 }
 
-fn job_env(l: &Ledger) -> String {
-    let env = l
+/// The allow-listed environment of the snapshot's GPU processes, else of the recorded job's.
+fn job_env(input: &ReportInput) -> String {
+    let recorded = input
+        .recordings
+        .iter()
+        .flat_map(|(_, r)| r.processes.iter())
+        .find(|p| !p.env.is_empty())
+        .map(|p| &p.env);
+    let env = input
+        .ledger
         .processes
         .iter()
         .find(|p| !p.env.is_empty())
-        .map(|p| &p.env);
+        .map(|p| &p.env)
+        .or(recorded);
     match env {
         None => format!("{NF} (no allow-listed variables set in the GPU processes)\n"),
         Some(e) => {
@@ -525,7 +534,7 @@ pub fn render(input: &ReportInput) -> String {
         out.push('\n');
     }
     out.push_str("## Job environment (allow-listed)\n\n");
-    out.push_str(&job_env(l));
+    out.push_str(&job_env(input));
     out.push_str("\n## Observed behaviour\n\n");
     out.push_str(&observed_now(input));
     out.push_str("\nFindings:\n\n");

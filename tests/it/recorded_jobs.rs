@@ -229,3 +229,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_report_of_the_jax_recording_speaks_of_the_recorded_nvidia_machine() {
+    let f = fixture();
+    let out = crate::common::stdout_of(&["report", f.to_str().unwrap()], 0);
+    for said in [
+        "I tested with the latest released driver (installed here: NVIDIA driver 580.159.04 (NVML))",
+        "| NVIDIA driver | 580.159.04 (NVML) |",
+        "| GPU kernel modules loaded | nvidia (the devices' driver; /proc/modules was not read) |",
+        "No finding was recorded at any sample of the recordings",
+        "No kernel log captured: the recordings kept no kernel line",
+        "-- python3 jax_prealloc.py`",
+        "`plateau` at 2.7 s",
+        "`released_on_exit` at 6.3 s",
+    ] {
+        assert!(out.contains(said), "missing {said:?}:\n{out}");
+    }
+    for never in [
+        "No findings in the snapshot",
+        "python: torch | not found",
+        "1. Start the job.",
+    ] {
+        assert!(!out.contains(never), "{never:?}:\n{out}");
+    }
+}
