@@ -201,7 +201,9 @@ fn nvml_device(root: &Root, g: &NvGpu, root_port: Option<String>) -> DeviceFact 
 /// capture tree where package managers are not asked, `var/lib/dpkg/status` under the root.
 pub fn versions(base: &Base, sys: &SystemInfo, root: &Root) -> Vec<VersionFact> {
     let mut packages = Vec::new();
-    if !root.is_live() {
+    // `system_info::gather` reads the tree's package databases too; read dpkg's here only for
+    // facts gathered without them.
+    if !root.is_live() && sys.packages.is_empty() {
         if let Ok(text) = root.read_string("var/lib/dpkg/status") {
             packages.extend(
                 dpkg_status(&text)

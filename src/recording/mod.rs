@@ -85,7 +85,7 @@ pub use read::{open, Recording};
 pub use read_columns::PlotColumns;
 pub use read_host::{HostColumn, HostSummary};
 pub use read_output::{JobEvidence, RateSeries};
-pub use read_series::{ClassSeries, Step, MIN_STEP_BYTES};
+pub use read_series::{ClassSeries, Hold, Step, HOLD_BAND, MIN_STEP_BYTES};
 pub use recorded::{RecordedFinding, RecordedProcess};
 pub use trace_read::{CallRow, CallTable};
 pub use trace_write::Resolver;

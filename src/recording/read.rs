@@ -217,6 +217,12 @@ fn read_all(
     wanted.extend(end_job.map(|e| e.saturating_add(1)));
     for s in &series {
         wanted.extend(s.last_up);
+        for h in [s.longest, s.last_hold, s.before_last]
+            .into_iter()
+            .flatten()
+        {
+            wanted.extend([h.from, h.to]);
+        }
         wanted.extend(s.steps.values().map(|st| st.first));
     }
     let (host, times) = fold_host(conn, cols, layout, end_job, &wanted)?;

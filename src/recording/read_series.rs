@@ -14,6 +14,33 @@ pub const MIN_STEP_BYTES: u64 = 16 << 20;
 /// every sample grows by a new amount still takes bounded memory.
 const MAX_STEP_SIZES: usize = 1024;
 
+/// Least width of the band a hold keeps to: a level is held while the series stays between it
+/// and this many bytes above it (allocator noise does not end a hold).
+pub const HOLD_BAND: u64 = MIN_STEP_BYTES;
+
+/// A stretch of a process's life over which a series held one level: its value at `from` and
+/// at most [`HOLD_BAND`] above it at every sample to `to` (sample indices, inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hold {
+    /// The level: the series' value at `from`, and the least value of the stretch.
+    pub value: u64,
+    /// First sample index.
+    pub from: usize,
+    /// Last sample index.
+    pub to: usize,
+}
+
+impl Hold {
+    /// Samples it lasted.
+    pub fn samples(self) -> usize {
+        self.to - self.from + 1
+    }
+
+    fn keeps(self, v: u64) -> bool {
+        v >= self.value && v - self.value <= HOLD_BAND
+    }
+}
+
 /// One growth step size of a series.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Step {
@@ -51,6 +78,12 @@ pub struct ClassSeries {
     pub steps: BTreeMap<u64, Step>,
     /// (min, max) per plot column (sample index × columns / samples).
     pub columns: PlotColumns,
+    /// The longest hold of the life (the higher level of two as long, then the earlier).
+    pub longest: Option<Hold>,
+    /// The last hold of the life (it ends at the life's last sample).
+    pub last_hold: Option<Hold>,
+    /// The hold before the last one.
+    pub before_last: Option<Hold>,
 }
 
 /// Sample id → sample index → plot column, for a recording whose ids run from `first_id` over
@@ -93,6 +126,7 @@ struct Fold {
     cols: Columns,
     value: u64,
     at: usize,
+    run: Option<Hold>,
 }
 
 impl Fold {
@@ -115,6 +149,7 @@ impl Fold {
             self.fill(self.at, i - 1, self.value);
         }
         if i > self.life.first && i > self.at {
+            self.hold(i, v);
             let old = self.value;
             if v > old.saturating_add(MIN_STEP_BYTES) {
                 self.up(i, v - old);
@@ -128,6 +163,34 @@ impl Fold {
         self.value = v;
         self.at = i;
         self.s.peak = self.s.peak.max(v);
+    }
+
+    /// The value becomes `v` at index `i` within the life (after its first sample): the running
+    /// hold goes on while `v` keeps to its band, else it ends at `i - 1` and `v` starts one.
+    fn hold(&mut self, i: usize, v: u64) {
+        let run = self.run.get_or_insert(Hold {
+            value: self.s.start,
+            from: self.life.first,
+            to: self.life.first,
+        });
+        if run.keeps(v) {
+            return;
+        }
+        let closed = Hold { to: i - 1, ..*run };
+        *run = Hold {
+            value: v,
+            from: i,
+            to: i,
+        };
+        self.close(closed);
+    }
+
+    fn close(&mut self, h: Hold) {
+        let longer = |b: &Hold| (h.samples(), h.value) > (b.samples(), b.value);
+        if self.s.longest.as_ref().is_none_or(longer) {
+            self.s.longest = Some(h);
+        }
+        self.s.before_last = self.s.last_hold.replace(h);
     }
 
     fn up(&mut self, i: usize, by: u64) {
@@ -149,6 +212,15 @@ impl Fold {
 
     fn finish(mut self) -> ClassSeries {
         self.fill(self.at, self.life.last, self.value);
+        let run = self.run.take().unwrap_or(Hold {
+            value: self.s.start,
+            from: self.life.first,
+            to: self.life.first,
+        });
+        self.close(Hold {
+            to: self.life.last,
+            ..run
+        });
         let after = self.life.last.saturating_add(1);
         if after < self.cols.span {
             self.fill(after, self.cols.span - 1, 0);
@@ -217,11 +289,15 @@ pub(super) fn fold_group(
             last_up: None,
             steps: BTreeMap::new(),
             columns: PlotColumns::new(cols.len()),
+            longest: None,
+            last_hold: None,
+            before_last: None,
         },
         life,
         cols,
         value: 0,
         at: 0,
+        run: None,
     };
     while let Some(&Reverse((i, _))) = next.peek() {
         while let Some(&Reverse((j, k))) = next.peek() {
@@ -263,11 +339,15 @@ mod tests {
                 last_up: None,
                 steps: BTreeMap::new(),
                 columns: PlotColumns::new(cols.len()),
+                longest: None,
+                last_hold: None,
+                before_last: None,
             },
             life,
             cols,
             value: 0,
             at: 0,
+            run: None,
         };
         for &(i, v) in changes {
             f.change(i, v);
@@ -285,17 +365,33 @@ mod tests {
         v
     }
 
+    /// The holds of a dense life, cut where a value leaves the band of its hold's first value.
+    fn dense_holds(lived: &[u64], first: usize) -> Vec<Hold> {
+        let mut out: Vec<Hold> = Vec::new();
+        for (k, &v) in lived.iter().enumerate() {
+            match out.last_mut() {
+                Some(h) if v >= h.value && v - h.value <= HOLD_BAND => h.to = first + k,
+                _ => out.push(Hold {
+                    value: v,
+                    from: first + k,
+                    to: first + k,
+                }),
+            }
+        }
+        out
+    }
+
     proptest! {
         #[test]
         fn fold_matches_the_dense_series(
             span in 2usize..3000,
-            raw in proptest::collection::vec((0usize..3000, 0u64..6), 0..60),
+            raw in proptest::collection::vec((0usize..3000, 0u64..6, 0u64..3), 0..60),
             a in 0usize..3000,
             b in 0usize..3000,
         ) {
             let (first, last) = (a.min(b) % span, a.max(b) % span);
             let life = Life { first: first.min(last), last: first.max(last) };
-            let mut changes: Vec<(usize, u64)> = raw.iter().map(|(i, x)| (i % span, x * (20 << 20))).collect();
+            let mut changes: Vec<(usize, u64)> = raw.iter().map(|(i, x, n)| (i % span, x * (20 << 20) + n * (8 << 20))).collect();
             changes.sort_by_key(|c| c.0);
             changes.dedup_by_key(|c| c.0);
             let s = fold(&changes, life, span);
@@ -321,6 +417,13 @@ mod tests {
                 *e = (e.0.min(*x), e.1.max(*x));
             }
             prop_assert_eq!(s.columns.iter().copied().collect::<Vec<_>>(), expect);
+            let holds = dense_holds(lived, life.first);
+            let longest = holds.iter().copied().reduce(|b, h| {
+                if (h.samples(), h.value) > (b.samples(), b.value) { h } else { b }
+            });
+            prop_assert_eq!(s.longest, longest);
+            prop_assert_eq!(s.last_hold, holds.last().copied());
+            prop_assert_eq!(s.before_last, holds.len().checked_sub(2).map(|k| holds[k]));
         }
     }
 }

@@ -154,6 +154,10 @@ pub fn record(
             let versions = serde_json::to_string(&sys.driver_versions).expect("strings");
             recorder.set_meta("driver_versions", &versions)?;
         }
+        if !sys.modules.is_empty() {
+            let modules = serde_json::to_string(&sys.modules).expect("strings");
+            recorder.set_meta("modules", &modules)?;
+        }
     }
     if let Target::Command { env, .. } = target {
         if !env.is_empty() {
@@ -193,6 +197,14 @@ pub fn record(
     };
     // The live kernel log from now on, or a captured tree's `dev/kmsg` from its first record.
     let mut kmsg = KernelLog::open(&root);
+    // Which kernel log the recording reads, so that no line kept means none logged.
+    let log_source = match (&kmsg, live) {
+        (Some(_), true) => "/dev/kmsg",
+        (Some(_), false) => "dev/kmsg of the tree",
+        (None, true) => "journalctl -k",
+        (None, false) => "none",
+    };
+    recorder.set_meta("kernel_log", log_source)?;
     let mut sampler = Sampler::new(root, scope, SamplerOptions::default());
     let mut observer = super::session::observer(&opts.thresholds);
     let start = Instant::now();
@@ -222,8 +234,8 @@ pub fn record(
                 Ok((ledger, found)) => {
                     progress.samples = recorder.samples();
                     progress.update(&ledger, &found);
-                    // PyTorch / oneCCL beside the job's Python, read once while it runs.
-                    if live && python.is_empty() {
+                    // The frameworks of the job's Python, read once it has loaded them.
+                    if live && python.is_empty() && progress.samples <= PYTHON_TRIES {
                         if let Some(p) = ledger
                             .processes
                             .iter()
@@ -313,6 +325,10 @@ pub fn record(
         write_error,
     })
 }
+
+/// Samples in which a recording looks for the frameworks of the job's Python (they are mapped
+/// only once imported).
+const PYTHON_TRIES: u64 = 60;
 
 /// How long a finished job's output may stay open (a daemon it started holds the pipes).
 const OUTPUT_WAIT: Duration = Duration::from_secs(2);

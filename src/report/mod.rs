@@ -7,6 +7,7 @@
 mod calls;
 mod escape;
 mod evidence;
+mod facts;
 pub mod recorded;
 mod related;
 mod sections;

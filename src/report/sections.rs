@@ -19,14 +19,6 @@ fn or_nf(v: Option<&str>) -> String {
     v.map(text).unwrap_or_else(|| NF.into())
 }
 
-fn list_or_nf(v: &[String]) -> String {
-    if v.is_empty() {
-        NF.into()
-    } else {
-        text(&v.join(", "))
-    }
-}
-
 fn title(input: &ReportInput) -> String {
     let f = input.findings;
     let mirror = f.iter().find(|x| x.kind == Kind::PeerMirror);
@@ -83,7 +75,10 @@ fn environment(input: &ReportInput) -> String {
     if drivers.is_empty() {
         row("kernel driver", NF.into());
     }
-    row("GPU kernel modules loaded", list_or_nf(&s.modules));
+    row(
+        "GPU kernel modules loaded",
+        or_nf(super::facts::modules(input).as_deref()),
+    );
     row("host RAM", human_opt(h.mem_total));
     row(
         "GPU page accounting",
@@ -101,22 +96,24 @@ fn environment(input: &ReportInput) -> String {
     }
     row("NVIDIA driver", or_nf(s.nvidia.as_deref()));
     row("ROCm", or_nf(s.rocm.as_deref()));
-    let mut python = s.python.clone();
-    for (_, rec) in input.recordings {
-        let seen: std::collections::BTreeMap<String, String> = rec
-            .meta
-            .get("python")
-            .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_default();
-        for (k, v) in seen {
-            python.entry(k).or_insert(v);
-        }
+    let python = super::facts::python(input);
+    let nvidia = input
+        .ledger
+        .devices
+        .iter()
+        .any(|d| d.driver.as_deref() == Some("nvidia"));
+    let cuda = super::facts::cuda_runtime(&python);
+    if nvidia || cuda.is_some() {
+        row("CUDA runtime (the job's)", or_nf(cuda.as_deref()));
     }
     for (p, v) in &python {
         row(&format!("python: {}", text(p)), text(v));
     }
-    if !python.contains_key("torch") {
-        row("python: torch", NF.into());
+    if python.is_empty() {
+        row(
+            "python frameworks (torch, jax, cupy, …)",
+            format!("{NF} in the job's environment"),
+        );
     }
     row("gpuledger", env!("CARGO_PKG_VERSION").into());
     t
@@ -228,7 +225,11 @@ fn per_fd(l: &Ledger) -> String {
 
 fn findings(input: &ReportInput) -> String {
     if input.findings.is_empty() {
-        return "No findings in the snapshot.\n".into();
+        return match (input.machine_note.is_some(), input.recordings.is_empty()) {
+            (true, _) => "No finding was recorded at any sample of the recordings; their timeline findings are under \"Over time\" below.\n".into(),
+            (false, false) => "No findings in the snapshot of this machine; the recordings' are under \"Over time\" below.\n".into(),
+            (false, true) => "No findings in the snapshot.\n".into(),
+        };
     }
     let mut t = String::new();
     for g in groups(input.findings) {
@@ -351,12 +352,21 @@ fn bad_vs_good(a_name: &str, b_name: &str, d: &diff::Diff) -> String {
     t
 }
 
-fn job_env(l: &Ledger) -> String {
-    let env = l
+/// The allow-listed environment of the snapshot's GPU processes, else of the recorded job's.
+fn job_env(input: &ReportInput) -> String {
+    let recorded = input
+        .recordings
+        .iter()
+        .flat_map(|(_, r)| r.processes.iter())
+        .find(|p| !p.env.is_empty())
+        .map(|p| &p.env);
+    let env = input
+        .ledger
         .processes
         .iter()
         .find(|p| !p.env.is_empty())
-        .map(|p| &p.env);
+        .map(|p| &p.env)
+        .or(recorded);
     match env {
         None => format!("{NF} (no allow-listed variables set in the GPU processes)\n"),
         Some(e) => {
@@ -420,6 +430,9 @@ fn system_logs(input: &ReportInput) -> String {
         .flat_map(|(_, r)| r.kernel.iter())
         .collect();
     let mut body = String::new();
+    if lines.is_empty() && input.machine_note.is_some() {
+        return recorded_log(input.recordings);
+    }
     let mut out = if !lines.is_empty() {
         for (_, kind, msg) in lines.iter().take(QUOTED_KERNEL) {
             let _ = writeln!(body, "[{}] {}", visible(kind, false), visible(msg, false));
@@ -429,7 +442,7 @@ fn system_logs(input: &ReportInput) -> String {
         let log = input.kernel_log;
         match (log.origin, &log.unreadable) {
             (_, Some(why)) => return format!("Kernel log not read: {}.\n", text(why)),
-            (None, None) => return "Kernel log not read.\n".into(),
+            (None, None) => return "No kernel log captured.\n".into(),
             (Some(_), None) if log.records.is_empty() => {
                 return "No page-allocation failure, OOM kill or GPU driver line in the kernel log.\n".into()
             }
@@ -455,6 +468,23 @@ fn system_logs(input: &ReportInput) -> String {
     out
 }
 
+/// What the recordings' kernel logs said when they kept no line: which log each read
+/// (`meta.kernel_log`), or that none was captured.
+fn recorded_log(recordings: &[(String, Recording)]) -> String {
+    let read: Vec<&str> = recordings
+        .iter()
+        .filter_map(|(_, r)| r.meta.get("kernel_log").map(String::as_str))
+        .filter(|s| *s != "none")
+        .collect();
+    if read.is_empty() {
+        return "No kernel log captured: the recordings kept no kernel line and do not say that they read a log.\n".into();
+    }
+    format!(
+        "No page-allocation failure, OOM kill or GPU driver line in the kernel log the recordings read ({}).\n",
+        text(&read.join(", "))
+    )
+}
+
 /// All sections in template order.
 pub fn render(input: &ReportInput) -> String {
     let l = input.ledger;
@@ -466,17 +496,10 @@ pub fn render(input: &ReportInput) -> String {
     }
     if input.template == Template::IntelComputeRuntime {
         out.push_str("## Pre-submission checklist\n\n");
-        let latest = s.packages.iter().find(|(k, _)| {
-            k.contains("intel-opencl-icd")
-                || k.contains("compute-runtime")
-                || k.contains("libze-intel-gpu")
-        });
         let _ = writeln!(
             out,
             "- [ ] I tested with the latest released driver (installed here: {})",
-            latest
-                .map(|(k, v)| text(&format!("{k} {v}")))
-                .unwrap_or_else(|| NF.into())
+            or_nf(super::facts::installed_driver(s).as_deref())
         );
         let _ = writeln!(
             out,
@@ -503,7 +526,7 @@ pub fn render(input: &ReportInput) -> String {
         out.push_str("\n## Driver version and installation\n\n");
         out.push_str(&environment(input));
         out.push_str("\nInstallation method: not found (fill in: repository, packages, custom kernel parameters).\n\n");
-        let _ = writeln!(out, "## Linux distribution and kernel\n\n- distribution: {}\n- kernel: {}\n- kernel command line: {}\n- GPU modules: {}\n", or_nf(s.distro.as_deref()), or_nf(s.kernel.as_deref()), or_nf(s.cmdline.as_deref()), list_or_nf(&s.modules));
+        let _ = writeln!(out, "## Linux distribution and kernel\n\n- distribution: {}\n- kernel: {}\n- kernel command line: {}\n- GPU modules: {}\n", or_nf(s.distro.as_deref()), or_nf(s.kernel.as_deref()), or_nf(s.cmdline.as_deref()), or_nf(super::facts::modules(input).as_deref()));
     } else {
         out.push_str("## Environment\n\n");
         out.push_str(&environment(input));
@@ -512,7 +535,7 @@ pub fn render(input: &ReportInput) -> String {
         out.push('\n');
     }
     out.push_str("## Job environment (allow-listed)\n\n");
-    out.push_str(&job_env(l));
+    out.push_str(&job_env(input));
     out.push_str("\n## Observed behaviour\n\n");
     out.push_str(&observed_now(input));
     out.push_str("\nFindings:\n\n");
@@ -529,14 +552,12 @@ pub fn render(input: &ReportInput) -> String {
     out.push_str(&related::related(input.related));
     let _ = writeln!(out, "\n## Expected behaviour\n\n{}\n", expected(input));
     out.push_str("## Steps to reproduce\n\n");
-    out.push_str(&steps::steps(input.recordings));
+    out.push_str(&steps::steps(input.recordings, l));
     if input.template == Template::IntelComputeRuntime {
         out.push_str("\n## Reproduction rate\n\nnot found (gpuledger saw one run; fill in)\n");
         out.push_str("\n## Regression\n\n");
-        if input.recordings.len() == 2 {
-            out.push_str(
-                "Yes: see \"Bad vs good\" above (A and B differ only as the table shows).\n",
-            );
+        if let [(_, a), (_, b)] = input.recordings {
+            out.push_str(&super::facts::regression(a, b));
         } else {
             out.push_str("not found (record a known-good and a bad run and pass both to `gpuledger report A B`)\n");
         }

@@ -4,6 +4,7 @@
 //! the commands are hidden ([`crate::redact`]): a bug report is written to be posted.
 
 use super::escape::code;
+use crate::ledger::{Ledger, ProcessRow};
 use crate::recording::Recording;
 use crate::redact;
 use std::borrow::Cow;
@@ -109,6 +110,50 @@ fn job_command(rec: &Recording) -> Option<Cow<'_, str>> {
         .map(|p| redact::line(&p.cmdline))
 }
 
+/// Variables a launcher sets per process (rank, size, job ids): never part of the command.
+const LAUNCHER: [&str; 6] = [
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+];
+/// Prefixes of the launchers' per-process variables.
+const LAUNCHER_PREFIXES: [&str; 4] = ["OMPI_", "PMI_", "PMIX_", "SLURM_"];
+
+/// The job's environment as recorded (the variables a recording added, and the allow-listed
+/// ones of its first rank or process), without what a launcher sets per process: `K=V` words.
+fn job_env(rec: &Recording) -> Vec<String> {
+    let mut env: std::collections::BTreeMap<String, String> = rec
+        .processes
+        .iter()
+        .min_by_key(|p| (p.rank.unwrap_or(u32::MAX), p.first, p.pid))
+        .map(|p| p.env.clone())
+        .unwrap_or_default();
+    for kv in rec
+        .meta
+        .get("extra_env")
+        .into_iter()
+        .flat_map(|e| e.split(' '))
+    {
+        if let Some((k, v)) = kv.split_once('=') {
+            env.insert(k.to_string(), v.to_string());
+        }
+    }
+    without_launcher(&env)
+}
+
+/// `K=V` words of `env` but for what a launcher sets per process.
+fn without_launcher(env: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+    env.iter()
+        .filter(|(k, _)| {
+            !LAUNCHER.contains(&k.as_str()) && !LAUNCHER_PREFIXES.iter().any(|l| k.starts_with(l))
+        })
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect()
+}
+
 /// "Start the job" with its recorded command line where the recording has one.
 fn start_the_job(rec: &Recording) -> String {
     match job_command(rec) {
@@ -129,10 +174,57 @@ pub(super) fn what_ran(rec: &Recording) -> String {
     }
 }
 
-/// The "Steps to reproduce" section body for the first recording, if any.
-pub(super) fn steps(recordings: &[(String, Recording)]) -> String {
+/// Steps for a report made from a snapshot: the GPU processes' own command lines and
+/// environments as the snapshot saw them, then what to run while the job runs.
+fn snapshot_steps(ledger: &Ledger) -> String {
+    let jobs: Vec<&ProcessRow> = ledger
+        .processes
+        .iter()
+        .filter(|p| !p.usage.is_empty() && !p.cmdline.is_empty())
+        .collect();
+    let Some(first) = jobs
+        .iter()
+        .min_by_key(|p| (p.rank.unwrap_or(u32::MAX), p.pid))
+    else {
+        return "1. Start the job (the snapshot saw no GPU process with a command line).\n2. While it runs: `gpuledger` (or `gpuledger record -o run.ledger -- CMD` to record it from the start).\n".into();
+    };
+    let env = without_launcher(&first.env);
+    let record = if jobs.len() > 1 && first.rank.is_some() {
+        format!(
+            "Record the command that starts the {} ranks (their launcher is not in the snapshot): `gpuledger record -o run.ledger -- CMD`",
+            jobs.len()
+        )
+    } else {
+        format!(
+            "{} records it from the start",
+            shell(&with(
+                &["gpuledger", "record", "-o", "run.ledger", "--"],
+                &first.cmdline
+            ))
+        )
+    };
+    let words: Vec<&str> = first.cmdline.iter().map(String::as_str).collect();
+    format!(
+        "1. Start the job as the snapshot saw it ({} of {} GPU process{}): {}{}\n2. {record}; while it runs, `gpuledger` shows the same ledger as this report\n",
+        match first.rank {
+            Some(r) => format!("rank {r}"),
+            None => format!("pid {}", first.pid),
+        },
+        jobs.len(),
+        if jobs.len() == 1 { "" } else { "es" },
+        shell(&words),
+        if env.is_empty() {
+            String::new()
+        } else {
+            format!(", with {}", code(&env.join(" ")))
+        },
+    )
+}
+
+/// The "Steps to reproduce" section body for the first recording, else for the snapshot.
+pub(super) fn steps(recordings: &[(String, Recording)], ledger: &Ledger) -> String {
     let Some((name, rec)) = recordings.first() else {
-        return "1. Start the job.\n2. While it runs: `gpuledger` (or `gpuledger capture -o snap.tar.zst` to attach).\n".into();
+        return snapshot_steps(ledger);
     };
     let n = name.as_str();
     let show = shell(&["gpuledger", "show", n]);
@@ -163,9 +255,22 @@ pub(super) fn steps(recordings: &[(String, Recording)]) -> String {
             "1. Start the job (the recording {} does not name its command).\n2. {show}\n",
             code(n)
         ),
-        Origin::Live(argv) => format!(
-            "1. {}\n2. {show}\n",
-            shell(&with(&["gpuledger", "record", "-o", n, "--"], &argv)),
-        ),
+        Origin::Live(argv) => {
+            let env = job_env(rec);
+            let run = if env.is_empty() {
+                argv
+            } else {
+                ["env".to_string()].into_iter().chain(env).chain(argv).collect()
+            };
+            let from = if run.first().map(String::as_str) == Some("env") {
+                "The recorded command, with the job's allow-listed environment as recorded:"
+            } else {
+                "The recorded command (the job set none of the allow-listed variables):"
+            };
+            format!(
+                "{from}\n\n1. {}\n2. {show}\n",
+                shell(&with(&["gpuledger", "record", "-o", n, "--"], &run)),
+            )
+        }
     }
 }

@@ -76,8 +76,10 @@ impl WholeLog {
         let (records, origin, unreadable) = if root.is_live() {
             read_live()
         } else {
+            // A tree that captured no `dev/kmsg` has no log: not an empty one.
             match read_tree(root) {
-                Ok(r) => (r, Some(LogOrigin::Tree), None),
+                Ok(Some(r)) => (r, Some(LogOrigin::Tree), None),
+                Ok(None) => (Vec::new(), None, None),
                 Err(e) => (Vec::new(), None, Some(e)),
             }
         };
@@ -141,10 +143,10 @@ fn read_live() -> (Vec<KmsgRecord>, Option<LogOrigin>, Option<String>) {
     }
 }
 
-fn read_tree(root: &Root) -> Result<Vec<KmsgRecord>, String> {
+fn read_tree(root: &Root) -> Result<Option<Vec<KmsgRecord>>, String> {
     match root.read_string(layout::KMSG) {
-        Ok(text) => Ok(evidence(parse_log(&text))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Ok(text) => Ok(Some(evidence(parse_log(&text)))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {e}", layout::KMSG)),
     }
 }
@@ -356,6 +358,14 @@ not json
         let root = Root::open(dir.path()).unwrap();
         assert_eq!(boot_time_s(&root), Some(1_764_780_000));
         let log = WholeLog::read(&root);
+        assert_eq!(
+            log.origin, None,
+            "no dev/kmsg in the tree: no log, not an empty one"
+        );
+        assert!(log.records.is_empty() && log.unreadable.is_none());
+        std::fs::create_dir_all(dir.path().join("dev")).unwrap();
+        std::fs::write(dir.path().join("dev/kmsg"), "").unwrap();
+        let log = WholeLog::read(&Root::open(dir.path()).unwrap());
         assert_eq!(log.origin, Some(LogOrigin::Tree));
         assert!(log.records.is_empty() && log.unreadable.is_none());
     }

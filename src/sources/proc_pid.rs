@@ -9,9 +9,9 @@
 use crate::layout;
 use crate::root::{DirHandle, Root};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// DRM character-device major.
 pub const DRM_MAJOR: u32 = 226;
@@ -307,8 +307,8 @@ pub fn filter_environ(pairs: &[String]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Rank and launcher variables, device-visibility masks, GPU runtime knobs (ZE_, SYCL_, ONEAPI_,
-/// UR_, CCL_, NCCL_) and, when `NEOReadDebugKeys` is set, NEO debug keys. Never anything that
+/// Rank and launcher variables, device-visibility masks, GPU runtime and framework allocator
+/// knobs (ZE_, SYCL_, ONEAPI_, UR_, CCL_, NCCL_, CUDA_, PYTORCH_, XLA_, JAX_, CUPY_, HIP_, HSA_) and, when `NEOReadDebugKeys` is set, NEO debug keys. Never anything that
 /// looks like a credential.
 pub fn env_allowed(name: &str, neo_debug: bool) -> bool {
     const EXACT: [&str; 18] = [
@@ -331,7 +331,10 @@ pub fn env_allowed(name: &str, neo_debug: bool) -> bool {
         "SLURM_NTASKS",
         "NEOReadDebugKeys",
     ];
-    const PREFIXES: [&str; 6] = ["ZE_", "SYCL_", "ONEAPI_", "UR_", "CCL_", "NCCL_"];
+    const PREFIXES: [&str; 13] = [
+        "ZE_", "SYCL_", "ONEAPI_", "UR_", "CCL_", "NCCL_", "CUDA_", "PYTORCH_", "XLA_", "JAX_",
+        "CUPY_", "HIP_", "HSA_",
+    ];
     const NEO_PREFIXES: [&str; 6] = ["Enable", "Disable", "Force", "Override", "Print", "Use"];
     let upper = name.to_ascii_uppercase();
     if [
@@ -356,6 +359,26 @@ pub fn env_allowed(name: &str, neo_debug: bool) -> bool {
                 name.strip_prefix(p)
                     .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
             }))
+}
+
+/// Largest `/proc/PID/maps` read (a PyTorch process maps a few thousand files, about 1 MB).
+const MAPS_BYTES: u64 = 16 << 20;
+
+/// The files a process has mapped, each once (`/proc/PID/maps`' path column).
+pub fn mapped_files(root: &Root, pid: u32) -> io::Result<BTreeSet<PathBuf>> {
+    let raw = root.read_capped(layout::proc_file(pid, "maps"), MAPS_BYTES)?;
+    Ok(parse_maps(&String::from_utf8_lossy(&raw)))
+}
+
+/// The absolute paths of maps lines (proc(5): address, perms, offset, dev, inode, pathname;
+/// the first five hold no `/` after a space), without the ` (deleted)` a removed file gets;
+/// `[heap]`, `[stack]` and anonymous mappings have none.
+pub fn parse_maps(text: &str) -> BTreeSet<PathBuf> {
+    text.lines()
+        .filter_map(|l| l.find(" /").map(|k| l[k + 1..].trim_end()))
+        .map(|p| p.strip_suffix(" (deleted)").unwrap_or(p))
+        .map(PathBuf::from)
+        .collect()
 }
 
 #[cfg(test)]
@@ -388,6 +411,9 @@ mod tests {
             "CUDA_VISIBLE_DEVICES=0,1",
             "EnableDeferBacking=0",
             "NCCL_AUTH_TOKEN=s",
+            "XLA_PYTHON_CLIENT_PREALLOCATE=false",
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            "CUDA_API_KEY=k",
         ]
         .map(String::from)
         .to_vec();
@@ -398,7 +424,9 @@ mod tests {
                 "CUDA_VISIBLE_DEVICES",
                 "LOCAL_RANK",
                 "NCCL_P2P_DISABLE",
+                "PYTORCH_CUDA_ALLOC_CONF",
                 "RANK",
+                "XLA_PYTHON_CLIENT_PREALLOCATE",
                 "ZE_AFFINITY_MASK"
             ]
         );
@@ -449,6 +477,45 @@ Size:            4194304 kB\nRss:             4194304 kB\n\
             let _ = parse_status(&s);
             let _ = parse_stat_ppid(&s);
             let _ = filter_environ(&s.split('\0').map(String::from).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn maps_paths() {
+        let text = "7f00-7f01 r-xp 00000000 08:01 12 /opt/v/lib/python3.12/site-packages/torch/lib/libtorch.so\n\
+                    7f01-7f02 rw-p 00000000 00:00 0 \n\
+                    7f02-7f03 rw-p 00000000 00:00 0                          [heap]\n\
+                    7f03-7f04 r--p 00000000 08:01 13                         /tmp/a b.so (deleted)\n";
+        let got: Vec<PathBuf> = parse_maps(text).into_iter().collect();
+        assert_eq!(
+            got,
+            [
+                PathBuf::from("/opt/v/lib/python3.12/site-packages/torch/lib/libtorch.so"),
+                PathBuf::from("/tmp/a b.so")
+            ]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn maps_give_back_each_path(
+            paths in proptest::collection::vec("(/[a-z0-9 ._-]{1,12}){1,4}", 0..8),
+            junk in proptest::collection::vec("[\\PC]{0,40}", 0..4),
+        ) {
+            let mut text = String::new();
+            for (k, p) in paths.iter().enumerate() {
+                text.push_str(&format!("{k:x}-{:x} r-xp 00000000 08:01 {k}   {p}\n", k + 1));
+            }
+            for j in &junk {
+                text.push_str(&format!("0-1 rw-p 00000000 00:00 0 [{}]\n", j.replace(['/', '\n', '\r'], "")));
+            }
+            let got = parse_maps(&text);
+            for p in &paths {
+                let p = p.trim_end();
+                let p = p.strip_suffix(" (deleted)").unwrap_or(p);
+                proptest::prop_assert!(got.contains(Path::new(p)), "{:?} {:?}", p, got);
+            }
+            proptest::prop_assert!(got.len() <= paths.len());
         }
     }
 }

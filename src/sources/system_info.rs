@@ -10,7 +10,7 @@
 use super::packages;
 use crate::layout;
 use crate::root::Root;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -132,8 +132,10 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
         }
         s.by_path.sort();
     }
+    // The package databases are files under the root (a capture tree keeps dpkg's), so the
+    // report's table and the known-issue matcher read the same packages.
+    (s.packages, s.packages_source) = packages(root);
     if root.is_live() {
-        (s.packages, s.packages_source) = packages(root);
         let start = std::time::Instant::now();
         for &pid in python_pids {
             // Each tree has its own budget; together they never hold a snapshot up for long.
@@ -172,11 +174,14 @@ fn in_stack(name: &str) -> bool {
     STACK.iter().any(|s| name.starts_with(s))
 }
 
-/// GPU stack packages from the package database (see [`packages::installed`]), else the
-/// versioned sonames of the runtime libraries.
+/// GPU stack packages from the package database under `root` (see [`packages::installed`]),
+/// else, on the live machine, the versioned sonames of the runtime libraries.
 fn packages(root: &Root) -> (BTreeMap<String, String>, Option<String>) {
     if let Some((db, found)) = packages::installed(root, in_stack) {
         return (found.into_iter().collect(), Some(db.as_str().to_string()));
+    }
+    if !root.is_live() {
+        return (BTreeMap::new(), None);
     }
     let found = sonames();
     let source = (!found.is_empty()).then(|| "library sonames".to_string());
@@ -222,21 +227,92 @@ const VERSION_PY_BYTES: u64 = 64 << 10;
 /// Most entries read from one directory of the Python tree.
 const PYTHON_DIR_ENTRIES: usize = 100_000;
 
-/// torch / oneCCL versions from the site-packages beside a Python process's interpreter. The
-/// tree belongs to whoever runs the process, so it is read under [`Root::user_tree`]'s rule
-/// (no links out of it, regular files only, capped, within [`PYTHON_TREE_BUDGET`]).
+/// Python distributions whose versions a report gives (names as pip normalises them), and the
+/// name prefixes of the families built per CUDA or ROCm version (`jax-cuda13-plugin`).
+const FRAMEWORKS: [&str; 14] = [
+    "torch",
+    "torchvision",
+    "jax",
+    "jaxlib",
+    "triton",
+    "timm",
+    "transformers",
+    "sentence-transformers",
+    "lightning",
+    "pytorch-lightning",
+    "intel-extension-for-pytorch",
+    "oneccl-bind-pt",
+    "tensorflow",
+    "onnxruntime-gpu",
+];
+const FRAMEWORK_FAMILIES: [&str; 6] = [
+    "jax-cuda",
+    "jax-rocm",
+    "cupy",
+    "nvidia-cuda-runtime",
+    "nvidia-nccl",
+    "nvidia-cudnn",
+];
+
+/// A `NAME-VERSION.dist-info` directory name as (normalised name, version), for the
+/// distributions of [`FRAMEWORKS`] and [`FRAMEWORK_FAMILIES`].
+fn dist_info(dir: &str) -> Option<(String, String)> {
+    let stem = dir.strip_suffix(".dist-info")?;
+    let (name, version) = stem.split_once('-')?;
+    let name = name.to_ascii_lowercase().replace(['_', '.'], "-");
+    let known = FRAMEWORKS.contains(&name.as_str())
+        || FRAMEWORK_FAMILIES.iter().any(|f| name.starts_with(f));
+    (known && !version.is_empty()).then(|| (name, version.to_string()))
+}
+
+/// The site directories (`…/site-packages`, `…/dist-packages`) of the files a process has
+/// mapped: where the interpreter of a virtual environment really loads its packages from.
+fn mapped_sites(root: &Root, pid: u32) -> BTreeSet<PathBuf> {
+    let files = crate::sources::proc_pid::mapped_files(root, pid).unwrap_or_default();
+    files.iter().filter_map(|f| site_of(f)).collect()
+}
+
+/// The site directory a file lies under, if any.
+fn site_of(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n == "site-packages" || n == "dist-packages")
+        })
+        .map(Path::to_path_buf)
+}
+
+/// Framework versions (torch, jax, CuPy, the CUDA runtime wheels, …) of a Python process's own
+/// environment: the site directories of what it has mapped and those beside its interpreter,
+/// `torch/version.py`'s version and CUDA (`torch.cuda`) and the `dist-info` names. The trees
+/// belong to whoever runs the process, so they are read under [`Root::user_tree`]'s rule (no
+/// links out of them, regular files only, capped, within [`PYTHON_TREE_BUDGET`]).
 pub fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let Ok(exe) = root.read_link(layout::proc_file(pid, "exe")) else {
-        return out;
-    };
-    let Some(prefix) = exe.parent().and_then(Path::parent) else {
-        return out;
-    };
+    let mut sites = mapped_sites(root, pid);
+    if let Some(prefix) = root
+        .read_link(layout::proc_file(pid, "exe"))
+        .ok()
+        .and_then(|exe| exe.parent().and_then(Path::parent).map(Path::to_path_buf))
+    {
+        sites.extend(interpreter_sites(root, &prefix));
+    }
+    let start = std::time::Instant::now();
+    for site in sites {
+        let left = PYTHON_TREE_BUDGET.saturating_sub(start.elapsed());
+        if let Ok(tree) = root.user_tree(&site, left) {
+            read_site(&tree, &mut out);
+        }
+    }
+    out
+}
+
+/// `lib*/python3*/{site,dist}-packages` under an interpreter's prefix.
+fn interpreter_sites(root: &Root, prefix: &Path) -> Vec<PathBuf> {
     let Ok(tree) = root.user_tree(prefix, PYTHON_TREE_BUDGET) else {
-        return out;
+        return Vec::new();
     };
-    let mut sites: Vec<PathBuf> = Vec::new();
+    let mut sites = Vec::new();
     for lib in ["lib", "lib64", "local/lib"] {
         let Ok(names) = tree.list(lib, PYTHON_DIR_ENTRIES) else {
             continue;
@@ -245,32 +321,36 @@ pub fn python_packages(root: &Root, pid: u32) -> BTreeMap<String, String> {
             .iter()
             .filter(|n| n.to_string_lossy().starts_with("python3"))
         {
-            let dir = Path::new(lib).join(n);
+            let dir = prefix.join(lib).join(n);
             sites.push(dir.join("site-packages"));
             sites.push(dir.join("dist-packages"));
         }
     }
-    for site in sites {
-        if let Ok(v) = tree.read(site.join("torch/version.py"), VERSION_PY_BYTES) {
-            let v = String::from_utf8_lossy(&v);
-            if let Some(ver) = v.lines().find_map(|l| l.strip_prefix("__version__ = ")) {
-                out.insert(
-                    "torch".into(),
-                    ver.trim().trim_matches(['\'', '"']).to_string(),
-                );
-            }
+    sites
+}
+
+/// One site directory's framework versions into `out`.
+fn read_site(tree: &crate::root::UserTree, out: &mut BTreeMap<String, String>) {
+    if let Ok(v) = tree.read("torch/version.py", VERSION_PY_BYTES) {
+        let v = String::from_utf8_lossy(&v);
+        let value = |key: &str| {
+            v.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(|x| x.trim().trim_matches(['\'', '"']).to_string())
+                .filter(|x| !x.is_empty() && x != "None")
+        };
+        if let Some(ver) = value("__version__ = ") {
+            out.insert("torch".into(), ver);
         }
-        for n in tree.list(&site, PYTHON_DIR_ENTRIES).unwrap_or_default() {
-            let n = n.to_string_lossy();
-            if let Some(rest) = n
-                .strip_prefix("oneccl_bind_pt-")
-                .and_then(|r| r.strip_suffix(".dist-info"))
-            {
-                out.insert("oneccl_bind_pt".into(), rest.to_string());
-            }
+        if let Some(cuda) = value("cuda = ") {
+            out.insert("torch.cuda".into(), cuda);
         }
     }
-    out
+    for n in tree.list(".", PYTHON_DIR_ENTRIES).unwrap_or_default() {
+        if let Some((name, version)) = dist_info(&n.to_string_lossy()) {
+            out.entry(name).or_insert(version);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -284,10 +364,19 @@ mod tests {
         std::fs::create_dir_all(venv.path().join("bin")).unwrap();
         let site = venv.path().join("lib/python3.12/site-packages");
         std::fs::create_dir_all(site.join("torch")).unwrap();
-        std::fs::create_dir_all(site.join("oneccl_bind_pt-2.8.0+xpu.dist-info")).unwrap();
+        for d in [
+            "oneccl_bind_pt-2.8.0+xpu.dist-info",
+            "jax-0.11.2.dist-info",
+            "jax_cuda13_plugin-0.11.2.dist-info",
+            "cupy_cuda13x-14.2.0.dist-info",
+            "nvidia_cuda_runtime-13.0.96.dist-info",
+            "requests-2.32.0.dist-info",
+        ] {
+            std::fs::create_dir_all(site.join(d)).unwrap();
+        }
         std::fs::write(
             site.join("torch/version.py"),
-            "__version__ = '2.13.0+xpu'\ngit_version = 'x'\n",
+            "__version__ = '2.13.0+xpu'\ngit_version = 'x'\ncuda = None\n",
         )
         .unwrap();
         let exe = venv.path().join("bin/python3");
@@ -297,10 +386,42 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(found.get("torch").map(String::as_str), Some("2.13.0+xpu"));
+        let names: Vec<&str> = found.keys().map(String::as_str).collect();
         assert_eq!(
-            found.get("oneccl_bind_pt").map(String::as_str),
-            Some("2.8.0+xpu")
+            names,
+            [
+                "cupy-cuda13x",
+                "jax",
+                "jax-cuda13-plugin",
+                "nvidia-cuda-runtime",
+                "oneccl-bind-pt",
+                "torch"
+            ],
+            "no torch.cuda for `cuda = None`, nothing outside the frameworks"
         );
+        assert_eq!(found["oneccl-bind-pt"], "2.8.0+xpu");
+        assert_eq!(found["nvidia-cuda-runtime"], "13.0.96");
+    }
+
+    #[test]
+    fn sites_of_mapped_files_and_dist_info_names() {
+        let lib = Path::new("/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libc10.so");
+        assert_eq!(
+            site_of(lib),
+            Some(PathBuf::from(
+                "/opt/torch/.venv/lib/python3.12/site-packages"
+            ))
+        );
+        assert_eq!(
+            site_of(Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.1")),
+            None
+        );
+        assert_eq!(
+            dist_info("jaxlib-0.11.2.dist-info"),
+            Some(("jaxlib".into(), "0.11.2".into()))
+        );
+        assert_eq!(dist_info("torch.libs"), None);
+        assert_eq!(dist_info("numpy-2.5.2.dist-info"), None);
     }
 
     /// A venv whose interpreter is a running stand-in (/bin/sleep copied to bin/python3).

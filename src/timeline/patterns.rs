@@ -3,7 +3,7 @@
 use super::shapes::tensor_shapes;
 use crate::findings::{Finding, Kind, Severity};
 use crate::ledger::MemClass;
-use crate::recording::{name_of, ClassSeries, RecordedFinding, Recording};
+use crate::recording::{name_of, ClassSeries, Hold, RecordedFinding, Recording};
 use crate::units::human_bytes;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeSet;
@@ -20,6 +20,9 @@ pub struct TimelineFinding {
     /// A worse severity the finding had at another moment of its span; text views show this one
     /// as the row's severity and say the peak's in the sentence.
     pub worst_severity: Option<Severity>,
+    /// The stretch of samples whose level a series finding names (a plateau's hold, the hold
+    /// a process released on exit).
+    pub held: Option<Hold>,
 }
 
 /// How `show --json` spells a timeline finding (`gpuledger.show/1`).
@@ -104,6 +107,7 @@ fn known_issue(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
         finding: Finding::new(Kind::KnownIssue, f.worst_severity, message),
         t_s: rec.t_s(f.first),
         worst_severity: None,
+        held: None,
     }
 }
 
@@ -150,6 +154,7 @@ fn recorded(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
         },
         t_s: rec.t_s(r.first),
         worst_severity: (r.worst_severity > f.severity).then_some(r.worst_severity),
+        held: None,
     }
 }
 
@@ -165,96 +170,195 @@ fn who(rec: &Recording, pid: u32) -> (String, Option<u32>) {
     (label, rank)
 }
 
-/// Findings of one class series; the growths it counts (by more than `MIN_STEP_BYTES` from one
-/// sample to the next within the process's life) were folded when the recording was read.
+/// Least growth before a hold for it to be a plateau.
+const PLATEAU_GROWTH: u64 = 64 << 20;
+/// Least share of the life a hold lasts to be a plateau.
+const PLATEAU_SHARE: f64 = 0.25;
+/// Least fall at the end of a life for the memory to count as released on exit.
+const RELEASED_BYTES: u64 = 256 << 20;
+/// Most share of the life the level after that fall may last (at least 2 samples).
+const EXIT_TAIL_SHARE: f64 = 0.1;
+
+/// The process, device and class one series' findings are about, and how to word them.
+struct Subject<'a> {
+    s: &'a ClassSeries,
+    label: String,
+    rank: Option<u32>,
+    what: &'static str,
+    first: usize,
+    last: usize,
+}
+
+impl Subject<'_> {
+    fn at(&self, kind: Kind, severity: Severity, message: String, bytes: u64) -> Finding {
+        Finding {
+            pid: Some(self.s.pid),
+            rank: self.rank,
+            device: Some(self.s.device.clone()),
+            bytes,
+            ..Finding::new(kind, severity, message)
+        }
+    }
+
+    fn life(&self) -> usize {
+        self.last - self.first + 1
+    }
+
+    fn lead(&self) -> String {
+        format!("{}'s {} memory on {}", self.label, self.what, self.s.device)
+    }
+}
+
+/// Findings of one class series, from its folded summary: the growths it counts (by more than
+/// `MIN_STEP_BYTES` from one sample to the next within the process's life) and its holds, both
+/// in sample indices of the filled-forward series, so a recording that stores points only on
+/// change gives the same findings as one that stores every sample.
 fn series_findings(rec: &Recording, s: &ClassSeries) -> Vec<TimelineFinding> {
-    let (pid, device, class) = (s.pid, s.device.as_str(), s.class);
-    let Some(proc_) = rec.process(pid) else {
+    let Some(proc_) = rec.process(s.pid) else {
         return Vec::new();
     };
     let (first, last) = (proc_.first, proc_.last.min(rec.span.saturating_sub(1)));
     if last <= first {
         return Vec::new();
     }
-    let (label, rank) = who(rec, pid);
-    let what = if class == MemClass::Host {
+    let (label, rank) = who(rec, s.pid);
+    let what = if s.class == MemClass::Host {
         "host-class"
     } else {
         "device-local"
     };
-    let at = |kind, severity, message, bytes, t_s| TimelineFinding {
-        finding: Finding {
-            pid: Some(pid),
-            rank,
-            device: Some(device.to_string()),
-            bytes,
-            ..Finding::new(kind, severity, message)
-        },
-        t_s,
-        worst_severity: None,
+    let sub = Subject {
+        s,
+        label,
+        rank,
+        what,
+        first,
+        last,
     };
-    let mut out = Vec::new();
-    if let Some((&step, n, first_at)) = s
+    let mut out: Vec<TimelineFinding> = stepwise(rec, &sub).into_iter().collect();
+    match plateau(rec, &sub) {
+        Some(p) => out.push(p),
+        None => out.extend(leak(rec, &sub)),
+    }
+    out.extend(released_at_exit(rec, &sub));
+    out
+}
+
+fn stepwise(rec: &Recording, sub: &Subject) -> Option<TimelineFinding> {
+    let (&step, n, first_at) = sub
+        .s
         .steps
         .iter()
         .map(|(d, st)| (d, st.count, st.first))
-        .max_by_key(|(d, n, _)| (*n, **d))
-    {
-        if n >= MIN_STEPS {
-            let shapes = tensor_shapes(step);
-            let shape = if shapes.is_empty() {
-                String::new()
-            } else {
-                format!("; factors as {}", shapes.join(" or "))
-            };
-            out.push(at(
-                Kind::StepwiseGrowth,
-                Severity::Info,
-                format!(
-                    "{label}'s {what} memory on {device} grew {n} times by exactly {} KiB ({step} bytes, {}){shape}: each step is one allocator segment",
-                    step / 1024,
-                    human_bytes(step)
-                ),
-                step,
-                rec.t_s(first_at),
-            ));
-        }
+        .max_by_key(|(d, n, _)| (*n, **d))?;
+    if n < MIN_STEPS {
+        return None;
     }
-    let (start, end) = (s.start, s.end);
-    let grown = end.saturating_sub(start);
-    if s.ups >= 2 && grown >= 64 << 20 {
-        let last_up = s.last_up.unwrap_or(first);
-        let span = (last - first) as f64;
-        let flat_share = (last - last_up) as f64 / span.max(1.0);
-        let still_running = last + 1 >= rec.span;
-        if flat_share >= 0.25 {
-            out.push(at(
-                Kind::Plateau,
-                Severity::Info,
-                format!(
-                    "{label}'s {what} memory on {device} plateaued at {} from {:.1} s (after growing {})",
-                    human_bytes(end),
-                    rec.t_s(last_up),
-                    human_bytes(grown)
-                ),
-                end,
-                rec.t_s(last_up),
-            ));
-        } else if still_running && flat_share <= 0.1 && s.monotone {
-            out.push(at(
-                Kind::Leak,
-                if class == MemClass::Host { Severity::Warning } else { Severity::Info },
-                format!(
-                    "{label}'s {what} memory on {device} grew monotonically by {} to {} and was still growing when the recording ended: a leak, or a working set that never settles",
-                    human_bytes(grown),
-                    human_bytes(end)
-                ),
-                grown,
-                rec.t_s(first),
-            ));
-        }
+    let shapes = tensor_shapes(step);
+    let shape = if shapes.is_empty() {
+        String::new()
+    } else {
+        format!("; factors as {}", shapes.join(" or "))
+    };
+    let message = format!(
+        "{} grew {n} times by exactly {} KiB ({step} bytes, {}){shape}: each step is one allocator segment",
+        sub.lead(),
+        step / 1024,
+        human_bytes(step)
+    );
+    Some(TimelineFinding {
+        finding: sub.at(Kind::StepwiseGrowth, Severity::Info, message, step),
+        t_s: rec.t_s(first_at),
+        worst_severity: None,
+        held: None,
+    })
+}
+
+/// The longest hold of the life, when it came after growing and lasted a quarter of the life:
+/// its level, from its first sample to its last.
+fn plateau(rec: &Recording, sub: &Subject) -> Option<TimelineFinding> {
+    let (s, start) = (sub.s, sub.s.start);
+    let h = s.longest?;
+    let grown = h.value.checked_sub(start)?;
+    let share = h.samples() as f64 / sub.life() as f64;
+    if grown < PLATEAU_GROWTH || share < PLATEAU_SHARE || h.samples() < 2 {
+        return None;
     }
-    out
+    let message = format!(
+        "{} held {} from {:.1} s to {:.1} s ({} of its {} samples), after growing {} from {}",
+        sub.lead(),
+        human_bytes(h.value),
+        rec.t_s(h.from),
+        rec.t_s(h.to),
+        h.samples(),
+        sub.life(),
+        human_bytes(grown),
+        human_bytes(start)
+    );
+    Some(TimelineFinding {
+        finding: sub.at(Kind::Plateau, Severity::Info, message, h.value),
+        t_s: rec.t_s(h.from),
+        worst_severity: None,
+        held: Some(h),
+    })
+}
+
+/// Growth that never settled: many growths, the last of them in the final tenth of the life,
+/// never a fall, and the process still there when the recording ended.
+fn leak(rec: &Recording, sub: &Subject) -> Option<TimelineFinding> {
+    let s = sub.s;
+    let grown = s.end.saturating_sub(s.start);
+    let still_running = sub.last + 1 >= rec.span;
+    let last_up = s.last_up?;
+    let flat_share = (sub.last - last_up) as f64 / (sub.last - sub.first) as f64;
+    if s.ups < 2 || grown < PLATEAU_GROWTH || !still_running || flat_share > 0.1 || !s.monotone {
+        return None;
+    }
+    let message = format!(
+        "{} grew monotonically by {} to {} and was still growing when the recording ended: a leak, or a working set that never settles",
+        sub.lead(),
+        human_bytes(grown),
+        human_bytes(s.end)
+    );
+    let severity = if s.class == MemClass::Host {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    Some(TimelineFinding {
+        finding: sub.at(Kind::Leak, severity, message, grown),
+        t_s: rec.t_s(sub.first),
+        worst_severity: None,
+        held: None,
+    })
+}
+
+/// A process that held memory until its last samples and gave it back as it ended: the life's
+/// last hold is short (its final tenth, at least 2 samples) and lies [`RELEASED_BYTES`] or more
+/// below the hold before it.
+fn released_at_exit(rec: &Recording, sub: &Subject) -> Option<TimelineFinding> {
+    let (before, end) = (sub.s.before_last?, sub.s.last_hold?);
+    let released = before.value.checked_sub(end.value)?;
+    let tail = ((sub.life() as f64 * EXIT_TAIL_SHARE) as usize).max(2);
+    if released < RELEASED_BYTES || end.samples() > tail {
+        return None;
+    }
+    let message = format!(
+        "{} held {} from {:.1} s to {:.1} s and fell to {} as the process ended (last seen at {:.1} s): {} released on exit",
+        sub.lead(),
+        human_bytes(before.value),
+        rec.t_s(before.from),
+        rec.t_s(before.to),
+        human_bytes(end.value),
+        rec.t_s(end.to),
+        human_bytes(released)
+    );
+    Some(TimelineFinding {
+        finding: sub.at(Kind::ReleasedOnExit, Severity::Info, message, released),
+        t_s: rec.t_s(end.from),
+        worst_severity: None,
+        held: Some(before),
+    })
 }
 
 fn released_on_exit(rec: &Recording) -> Option<TimelineFinding> {
@@ -275,6 +379,7 @@ fn released_on_exit(rec: &Recording) -> Option<TimelineFinding> {
             },
             t_s: rec.t_s(end_job + 1),
             worst_severity: None,
+            held: None,
         }
     })
 }

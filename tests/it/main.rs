@@ -35,6 +35,7 @@ mod plot_chromium;
 mod private_copies;
 mod project;
 mod record_safety;
+mod recorded_jobs;
 mod redaction;
 mod report;
 mod scaling;

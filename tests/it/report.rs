@@ -177,7 +177,7 @@ fn redaction_replaces_whole_tokens_only() {
         "NCCL_COMM_ID=<host>:29500",
         "NCCL_SOCKET_IFNAME=vmnet0",
         "Linux version 6.18.0 `(<user>@<host>)` `#1` SMP",
-        "Start the job.",
+        "1. Start the job",
     ] {
         assert!(out.contains(kept), "missing {kept:?}:\n{out}");
     }
@@ -426,4 +426,41 @@ fn report_from_a_recording_describes_the_recorded_machine() {
         "{step}"
     );
     assert!(!out.contains("-- --all"));
+}
+
+#[test]
+fn the_table_and_possibly_related_quote_one_package_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("seed");
+    let copied = std::process::Command::new("cp")
+        .args([
+            "-r",
+            fixture("seed-2622").to_str().unwrap(),
+            tree.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    std::fs::create_dir_all(tree.join("var/lib/dpkg")).unwrap();
+    std::fs::write(
+        tree.join("var/lib/dpkg/status"),
+        "Package: libze-intel-gpu1\nStatus: install ok installed\nVersion: 26.22.38646.4-0ubuntu1\n\n",
+    )
+    .unwrap();
+    let out = stdout_of(&["--root", tree.to_str().unwrap(), "report"], 0);
+    for said in [
+        "installed here: libze-intel-gpu1 26.22.38646.4-0ubuntu1)",
+        "| libze-intel-gpu1 | 26.22.38646.4-0ubuntu1 (/var/lib/dpkg/status) |",
+        "intel-compute-runtime 26.22.38646.4-0ubuntu1 from package libze-intel-gpu1 (/var/lib/dpkg/status)",
+    ] {
+        assert!(out.contains(said), "missing {said:?}:\n{out}");
+    }
+    assert!(
+        !out.contains("| GPU runtime packages | not found |"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("0ubuntu1, 26.22"),
+        "each version once:\n{out}"
+    );
 }
