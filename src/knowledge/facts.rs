@@ -80,6 +80,8 @@ pub struct Facts {
     pub findings: Vec<Finding>,
     /// The running Linux release (`7.1.3-arch1-1`), when known.
     pub kernel: Option<String>,
+    /// The job's command line, when known (for the next step's `experiment` line).
+    pub command: Vec<String>,
 }
 
 impl Facts {
@@ -132,6 +134,7 @@ impl Facts {
             env: BTreeMap::new(),
             findings,
             kernel: sys.kernel.as_deref().and_then(kernel_release),
+            command: Vec::new(),
         };
         (facts, places)
     }
@@ -150,6 +153,7 @@ impl Facts {
             env: BTreeMap::new(),
             findings: Vec::new(),
             kernel: sys.kernel.as_deref().and_then(kernel_release),
+            command: Vec::new(),
         }
     }
 }

@@ -78,7 +78,8 @@ impl KnownIssues {
 }
 
 /// A match as a finding: the entry, why it matches, what the reports leave suspected, the first
-/// workaround with its caveat and the first public report.
+/// public report, and last the next step (the first workaround with its caveat and how to
+/// measure it, then the alternatives).
 pub fn finding(m: &Match) -> Finding {
     let mut message = format!("{} ({}): {}", m.id, m.title, m.facts.join("; "));
     let suspected: Vec<&str> = m
@@ -93,11 +94,11 @@ pub fn finding(m: &Match) -> Finding {
             suspected.join("; ")
         ));
     }
-    if let Some(w) = m.workarounds.first() {
-        message.push_str(&format!("; workaround: {} ({})", w.what, w.caveat));
-    }
     if let Some(link) = m.links.first() {
         message.push_str(&format!("; see {link}"));
+    }
+    if let Some(step) = &m.next_step {
+        message.push_str(&format!("; next step: {}", step.sentence()));
     }
     Finding {
         issue: Some(m.id.clone()),
