@@ -173,6 +173,7 @@ pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
             p2pmem: place.p2pmem,
         })
         .collect();
+    facts.command = plan.command.clone();
     let job = (!plan.command.is_empty()).then(|| {
         facts.env = proc_pid::filter_environ(&plan.environ);
         Job {
@@ -183,7 +184,7 @@ pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
     });
     let known_issues = knowledge::assess(&base, &facts);
     let host = outlook(&ledger, &facts, &plan.command, plan.vram_per_rank)?;
-    found.extend(known_issues.matches.iter().map(knowledge::finding));
+    found.extend(knowledge::findings(&known_issues));
     findings::rank(&mut found);
     let notes = ledger
         .stats

@@ -114,11 +114,34 @@ pub fn assess(base: &Base, facts: &Facts) -> Assessment {
     out
 }
 
-/// The strongest match's step, with every other match's workarounds as alternatives.
+/// The strongest group's step ([`groups`]).
 fn next_step(matches: &[Match]) -> Option<NextStep> {
-    let mut it = matches.iter().filter(|m| m.next_step.is_some());
-    let mut step = it.next()?.next_step.clone()?;
-    for m in it {
+    group_step(groups(matches).first()?)
+}
+
+/// Ranked matches cut into groups that are one verdict: matches of one severity on the same
+/// evidence (the signature, or an after-exit failure); a match on no evidence is a group alone.
+pub fn groups(matches: &[Match]) -> Vec<&[Match]> {
+    let mut out: Vec<&[Match]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=matches.len() {
+        let joins = matches.get(i).is_some_and(|m| {
+            let g = &matches[start];
+            m.evidence != Evidence::None && (g.severity, g.evidence) == (m.severity, m.evidence)
+        });
+        if !joins {
+            out.push(&matches[start..i]);
+            start = i;
+        }
+    }
+    out
+}
+
+/// A group's step: its first match's, the others' workarounds as alternatives.
+pub fn group_step(group: &[Match]) -> Option<NextStep> {
+    let (first, rest) = group.split_first()?;
+    let mut step = first.next_step.clone()?;
+    for m in rest {
         step.add_alternatives(&m.id, &m.workarounds);
     }
     Some(step)

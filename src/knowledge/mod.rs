@@ -36,7 +36,7 @@ mod visible;
 
 pub use base::{Base, KnowledgeError};
 pub use facts::{dpkg_status, kernel_release, versions, DeviceFact, Facts, VersionFact};
-pub use known::{finding, KnownIssues};
+pub use known::{finding, findings, KnownIssues};
 pub use limits::{limitations, Limitation};
 pub use matcher::{assess, Assessment, Evidence, Match, NotMatched, VersionCheck};
 pub use next_step::{Alternative, NextStep};

@@ -295,12 +295,25 @@ fn the_verdict_holds_the_snapshots_findings_and_fail_on_applies() {
     let out = doctor(seed, &["--fail-on", "warning"], &[]);
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.lines().last().unwrap();
-    assert_eq!(
-        last,
-        "Verdict: CRITICAL: 3 finding(s), 3 critical, 0 warning, 0 info"
+    // Issue 32: the signature with no version found is cr-953, "cannot be ruled out", and the
+    // report ends with the one thing to try first.
+    let (_, after) = text
+        .split_once("Verdict: CRITICAL: 4 finding(s), 4 critical, 0 warning, 0 info\n")
+        .expect("the verdict");
+    assert!(
+        after.starts_with(
+            "\nNext step (cr-953-bmg-eager-peer-pinning):\n  try first: Set NEOReadDebugKeys=1 \
+             EnableDeferBacking=0 for the job\n"
+        ),
+        "{after}"
+    );
+    assert!(
+        after.contains("measure it: gpuledger experiment --controls no-defer-backing --"),
+        "{after}"
     );
     assert_eq!(text.matches("CRITICAL peer_mirror").count(), 2, "{text}");
+    assert_eq!(text.matches("CRITICAL known_issue").count(), 1, "{text}");
+    assert!(!text.contains("none applies"), "{text}");
     let snapshot = json_of(&["--root", seed, "--json"], 0);
     let doc = json(&doctor(seed, &["--json"], &[]));
     assert_eq!(
