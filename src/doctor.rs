@@ -4,6 +4,7 @@
 //! its rank count if their peer-mirror pattern occurs ([`crate::timeline::project`]). The
 //! renderings are in [`crate::outputs::doctor`].
 
+use crate::findings::window::Since;
 use crate::findings::{self, Finding, Thresholds};
 use crate::knowledge::{self, Assessment, Base, Facts, KnowledgeError, VersionFact};
 use crate::ledger::Ledger;
@@ -27,6 +28,8 @@ pub struct DoctorPlan {
     pub environ: Vec<String>,
     /// Device memory each rank allocates, for the host-RAM projection.
     pub vram_per_rank: Option<u64>,
+    /// Kernel-log findings before it are history (info).
+    pub since: Since,
 }
 
 /// Why doctor could not examine the machine.
@@ -144,6 +147,7 @@ pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
         findings: mut found,
     } = Observer::new(plan.thresholds.clone())
         .kernel_log(KernelLog::Fresh)
+        .window(plan.since, crate::clock::system())
         .observe(root, snap.clone());
     let (mut facts, places) = Facts::of_machine(&base, root, &snap, &sys, found.clone());
     let name_of = |slot: &str| {

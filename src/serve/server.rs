@@ -1,6 +1,7 @@
 //! The HTTP side of `serve` (axum routes on hyper connections, a small tokio runtime): `/metrics`, `/healthz`,
 //! `/snapshot.json`, and `/` linking them.
 
+use crate::findings::window::Since;
 use super::connections::{self, ConnectionLimits};
 use super::metrics::MetricsOptions;
 use super::sampling::{Latest, RenderOptions, Renderer};
@@ -35,6 +36,8 @@ pub struct ServeOptions {
     /// `--show-cmdline`: command lines in /snapshot.json as they are; by default secret-looking
     /// arguments are redacted (`serve::redact`).
     pub show_cmdline: bool,
+    /// `--since`: kernel-log findings before it are history.
+    pub since: Since,
 }
 
 /// The content type of `/metrics`.
@@ -95,6 +98,7 @@ pub fn serve(
             metrics: opts.metrics,
             filter: opts.filter.clone(),
             show_cmdline: opts.show_cmdline,
+            since: opts.since,
         },
     )?;
     let latest = Arc::new(RwLock::new(renderer.latest()));
