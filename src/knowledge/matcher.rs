@@ -317,11 +317,14 @@ fn version_fact(
     signature: bool,
 ) -> Result<(VersionCheck, String), String> {
     let range = range_of(&e.id, v).map_err(|err| err.to_string())?;
-    let found: Vec<_> = facts
+    let all: Vec<_> = facts
         .versions
         .iter()
         .filter(|f| f.component == v.component)
         .collect();
+    // What the job loaded decides over what is installed.
+    let loaded: Vec<_> = all.iter().copied().filter(|f| f.loaded_by.is_some()).collect();
+    let found = if loaded.is_empty() { all } else { loaded };
     if found.is_empty() {
         if signature {
             return Ok((

@@ -27,6 +27,7 @@ mod base;
 mod facts;
 mod known;
 mod limits;
+mod loaded;
 mod matcher;
 mod next_step;
 mod schema;

@@ -225,4 +225,11 @@ pub struct Component {
     /// Python distributions (exact names) found beside the job's Python processes (`torch`).
     #[serde(default)]
     pub python: Vec<String>,
+    /// File-name prefixes of its shared objects (`libze_intel_gpu.so`): a GPU process that
+    /// mapped one loaded this component; its version is that file's package's.
+    #[serde(default)]
+    pub libraries: Vec<String>,
+    /// The version after `.so.` in a library's file name is the component's (`libcuda.so.580.95.05`).
+    #[serde(default)]
+    pub soname_version: bool,
 }

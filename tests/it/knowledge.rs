@@ -238,6 +238,7 @@ fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
             component: v.component.clone(),
             version: ver.to_string(),
             source: "test".into(),
+            loaded_by: None,
         }],
         _ => Vec::new(),
     };
