@@ -3,6 +3,8 @@
 //! on the whole machine, so that a filter applied afterwards hides verdicts and never changes
 //! one.
 
+use crate::clock::{self, Clock};
+use crate::findings::window::Since;
 use crate::findings::{self, Finding, Thresholds};
 use crate::knowledge::{Base, KnownIssues};
 use crate::ledger::Ledger;
@@ -10,8 +12,6 @@ use crate::root::Root;
 use crate::sampler::{SampleError, Sampler};
 use crate::snapshot::Snapshot;
 use crate::sources::kernel_log::{LogCache, WholeLog};
-use crate::clock::{self, Clock};
-use crate::findings::window::Since;
 use std::sync::Arc;
 
 /// A ledger with every finding about it.

@@ -1,10 +1,10 @@
 //! The default command's options (gpuledger with no command) and its plan.
 
-use gpuledger::findings::window::{parse_since, Since};
 use super::{FilterArgs, Format, FormatArgs, Globals};
 use anyhow::Result;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
+use gpuledger::findings::window::{parse_since, Since};
 use gpuledger::findings::Severity;
 use gpuledger::ledger::SortKey;
 use gpuledger::units::parse_interval;

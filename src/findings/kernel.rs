@@ -356,7 +356,11 @@ mod tests {
         assert_eq!(sev(15785).severity, Severity::Critical, "within the hour");
         let old = sev(15784);
         assert_eq!(old.severity, Severity::Info, "2 h before the last line");
-        assert!(old.message.starts_with("history, before the window"), "{}", old.message);
+        assert!(
+            old.message.starts_with("history, before the window"),
+            "{}",
+            old.message
+        );
         let all = find(&l, &Ledger::default(), None);
         assert!(all.iter().all(|f| f.severity == Severity::Critical));
     }

@@ -25,7 +25,9 @@ impl Default for Since {
 
 /// A `--since` value that is neither a duration nor a timestamp.
 #[derive(Debug, Error, PartialEq, Eq)]
-#[error("--since {0:?}: give a duration (30m, 2h, 1day) or an RFC 3339 time (2026-12-04T10:00:00Z)")]
+#[error(
+    "--since {0:?}: give a duration (30m, 2h, 1day) or an RFC 3339 time (2026-12-04T10:00:00Z)"
+)]
 pub struct SinceError(pub String);
 
 /// Parses `--since`: a duration (`90s`, `2h`, `1day`) or an RFC 3339 timestamp.
@@ -88,10 +90,7 @@ mod tests {
 
     #[test]
     fn durations_and_timestamps_parse() {
-        assert_eq!(
-            parse_since("2h"),
-            Ok(Since::Ago(Duration::from_secs(7200)))
-        );
+        assert_eq!(parse_since("2h"), Ok(Since::Ago(Duration::from_secs(7200))));
         assert_eq!(
             parse_since("2026-01-01T00:00:00Z"),
             Ok(Since::At(UNIX_EPOCH + Duration::from_secs(1_767_225_600)))

@@ -36,7 +36,8 @@ pub fn versions(base: &Base, root: &Root, snap: &Snapshot, sys: &SystemInfo) -> 
         for path in objects.iter().filter(|o| wanted(file_name(o))) {
             for fact in of_library(base, root, &installed, path, p.pid) {
                 let seen = out.iter().any(|f| {
-                    (&f.component, &f.version, &f.source) == (&fact.component, &fact.version, &fact.source)
+                    (&f.component, &f.version, &f.source)
+                        == (&fact.component, &fact.version, &fact.source)
                 });
                 if !seen {
                     out.push(fact);

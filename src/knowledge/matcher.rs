@@ -323,7 +323,11 @@ fn version_fact(
         .filter(|f| f.component == v.component)
         .collect();
     // What the job loaded decides over what is installed.
-    let loaded: Vec<_> = all.iter().copied().filter(|f| f.loaded_by.is_some()).collect();
+    let loaded: Vec<_> = all
+        .iter()
+        .copied()
+        .filter(|f| f.loaded_by.is_some())
+        .collect();
     let found = if loaded.is_empty() { all } else { loaded };
     if found.is_empty() {
         if signature {

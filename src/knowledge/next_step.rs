@@ -108,7 +108,9 @@ fn experiment_line(env: &BTreeMap<String, String>, command: &[String]) -> Option
     } else {
         shell_words(command)
     };
-    Some(format!("gpuledger experiment --controls {control} -- {job}"))
+    Some(format!(
+        "gpuledger experiment --controls {control} -- {job}"
+    ))
 }
 
 /// The command as a shell would take it back: words with spaces or quotes single-quoted.
@@ -162,7 +164,9 @@ mod tests {
             Some("gpuledger experiment --controls no-defer-backing -- torchrun --nproc-per-node 2 train.py")
         );
         assert_eq!(s.alternatives.len(), 1);
-        assert!(s.sentence().starts_with("try first: defer off (c); measure it with `gpuledger experiment"));
+        assert!(s
+            .sentence()
+            .starts_with("try first: defer off (c); measure it with `gpuledger experiment"));
         assert!(s.sentence().ends_with("; then: 26.05"));
     }
 
@@ -170,9 +174,19 @@ mod tests {
     fn alternatives_that_set_the_same_environment_are_listed_once() {
         let mask = [("ZE_AFFINITY_MASK", "0")];
         let mut s = NextStep::of("a", &[w("one", &[("X", "1")]), w("mask", &mask)], &[]).unwrap();
-        s.add_alternatives("b", &[w("one device per process", &mask), w("X again", &[("X", "1")])]);
+        s.add_alternatives(
+            "b",
+            &[
+                w("one device per process", &mask),
+                w("X again", &[("X", "1")]),
+            ],
+        );
         s.add_alternatives("c", &[w("new", &[]), w("new", &[])]);
-        let names: Vec<&str> = s.alternatives.iter().map(|a| a.workaround.what.as_str()).collect();
+        let names: Vec<&str> = s
+            .alternatives
+            .iter()
+            .map(|a| a.workaround.what.as_str())
+            .collect();
         assert_eq!(names, ["mask", "new"]);
         assert_eq!(
             s.experiment.as_deref(),

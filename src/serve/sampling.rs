@@ -4,10 +4,10 @@
 
 use super::metrics::{render_metrics, ExporterStats, MetricsOptions};
 use super::redact::redact_ledger;
+use crate::findings::window::Since;
 use crate::findings::{Finding, Thresholds};
 use crate::knowledge::Base;
 use crate::ledger::{Filter, Ledger};
-use crate::findings::window::Since;
 use crate::observe::{KernelLog, Observation, Observer};
 use crate::outputs::json;
 use crate::sampler::{SampleError, Sampler};

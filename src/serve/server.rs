@@ -1,10 +1,10 @@
 //! The HTTP side of `serve` (axum routes on hyper connections, a small tokio runtime): `/metrics`, `/healthz`,
 //! `/snapshot.json`, and `/` linking them.
 
-use crate::findings::window::Since;
 use super::connections::{self, ConnectionLimits};
 use super::metrics::MetricsOptions;
 use super::sampling::{Latest, RenderOptions, Renderer};
+use crate::findings::window::Since;
 use crate::findings::Thresholds;
 use crate::ledger::Filter;
 use crate::sampler::Sampler;

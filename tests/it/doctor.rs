@@ -345,8 +345,16 @@ fn the_runtime_the_job_loaded_decides_the_version() {
          Package: intel-level-zero-gpu\nStatus: install ok installed\nVersion: 26.05.37020.3-0\n",
     )
     .unwrap();
-    std::fs::write(info.join("libze-intel-gpu1:amd64.list"), format!("/usr\n{lib}\n")).unwrap();
-    std::fs::write(info.join("intel-level-zero-gpu.list"), "/opt/old/libze_intel_gpu.so.1\n").unwrap();
+    std::fs::write(
+        info.join("libze-intel-gpu1:amd64.list"),
+        format!("/usr\n{lib}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        info.join("intel-level-zero-gpu.list"),
+        "/opt/old/libze_intel_gpu.so.1\n",
+    )
+    .unwrap();
     let r = json(&doctor(tree.to_str().unwrap(), &["--json"], &[]));
     let loaded = r["versions"]
         .as_array()

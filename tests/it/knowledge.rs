@@ -608,7 +608,11 @@ fn a_signature_without_a_version_matches_as_cannot_be_ruled_out() {
     let m = a.matches.iter().find(|m| m.id == e.id).expect("matched");
     assert_eq!(
         (m.severity, m.evidence, m.version),
-        (Severity::Warning, Evidence::Signature, VersionCheck::Unknown),
+        (
+            Severity::Warning,
+            Evidence::Signature,
+            VersionCheck::Unknown
+        ),
         "the signature's own severity"
     );
     assert!(m
@@ -661,7 +665,9 @@ fn matches_rank_by_evidence_then_version_and_fold_into_one_finding() {
         .filter(|alt| alt.workaround.env.contains_key("ZE_AFFINITY_MASK"))
         .count();
     assert_eq!(masks, 1, "one device per process is one alternative");
-    assert!(found[0].message.ends_with(&format!("next step: {}", step.sentence())));
+    assert!(found[0]
+        .message
+        .ends_with(&format!("next step: {}", step.sentence())));
 }
 
 /// The dead job: a critical page-allocation failure stands for cr-953's signature; a warning
