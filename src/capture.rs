@@ -1,6 +1,7 @@
 //! `capture`: writes the capture tree of a root (normally the live machine) for offline analysis:
 //! host counters, the DRM devices, and for each process holding GPU fds its comm, cmdline, a
-//! minimal status, the allow-listed environment, its GPU fd links and their fdinfo verbatim.
+//! minimal status, the allow-listed environment, its GPU fd links and their fdinfo verbatim,
+//! and the shared objects it mapped (the lines of its `proc/PID/maps` that name one).
 //! A capture is made to be sent: secrets in command lines and environment values are hidden
 //! unless asked for ([`Cmdlines`], [`crate::redact`]).
 
@@ -8,7 +9,7 @@ use crate::layout;
 use crate::redact::{self, Cmdlines};
 use crate::root::Root;
 use crate::sampler::{SampleError, Sampler, SamplerOptions, Scope};
-use crate::sources::{kernel_log, meminfo, proc_pid};
+use crate::sources::{kernel_log, meminfo, proc_maps, proc_pid};
 use crate::tree_writer::{ProcEntry, TreeWriter};
 use serde::Serialize;
 use std::io;
@@ -108,6 +109,17 @@ pub fn capture_tree(
             );
             w.file(layout::proc_file(p.pid, "smaps"), smaps)
                 .map_err(werr)?;
+        }
+        if !p.drm.is_empty() || !p.kfd_vram.is_empty() {
+            // The shared objects only (the runtime the job loaded), one line each.
+            if let Ok(objects) = proc_maps::read(root, p.pid) {
+                let maps: String = objects
+                    .iter()
+                    .map(|o| format!("00000000-00000000 r-xp 00000000 00:00 0 {o}\n"))
+                    .collect();
+                w.file(layout::proc_file(p.pid, "maps"), maps)
+                    .map_err(werr)?;
+            }
         }
         for (slot, bytes) in &p.kfd_vram {
             w.file(layout::kfd_vram(p.pid, kfd_id(slot)), format!("{bytes}\n"))

@@ -4,6 +4,7 @@
 //! its rank count if their peer-mirror pattern occurs ([`crate::timeline::project`]). The
 //! renderings are in [`crate::outputs::doctor`].
 
+use crate::findings::window::Since;
 use crate::findings::{self, Finding, Thresholds};
 use crate::knowledge::{self, Assessment, Base, Facts, KnowledgeError, VersionFact};
 use crate::ledger::Ledger;
@@ -27,6 +28,8 @@ pub struct DoctorPlan {
     pub environ: Vec<String>,
     /// Device memory each rank allocates, for the host-RAM projection.
     pub vram_per_rank: Option<u64>,
+    /// Kernel-log findings before it are history (info).
+    pub since: Since,
 }
 
 /// Why doctor could not examine the machine.
@@ -144,6 +147,7 @@ pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
         findings: mut found,
     } = Observer::new(plan.thresholds.clone())
         .kernel_log(KernelLog::Fresh)
+        .window(plan.since, crate::clock::system())
         .observe(root, snap.clone());
     let (mut facts, places) = Facts::of_machine(&base, root, &snap, &sys, found.clone());
     let name_of = |slot: &str| {
@@ -173,6 +177,7 @@ pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
             p2pmem: place.p2pmem,
         })
         .collect();
+    facts.command = plan.command.clone();
     let job = (!plan.command.is_empty()).then(|| {
         facts.env = proc_pid::filter_environ(&plan.environ);
         Job {
@@ -183,7 +188,7 @@ pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
     });
     let known_issues = knowledge::assess(&base, &facts);
     let host = outlook(&ledger, &facts, &plan.command, plan.vram_per_rank)?;
-    found.extend(known_issues.matches.iter().map(knowledge::finding));
+    found.extend(knowledge::findings(&known_issues));
     findings::rank(&mut found);
     let notes = ledger
         .stats

@@ -3,6 +3,8 @@
 //! on the whole machine, so that a filter applied afterwards hides verdicts and never changes
 //! one.
 
+use crate::clock::{self, Clock};
+use crate::findings::window::Since;
 use crate::findings::{self, Finding, Thresholds};
 use crate::knowledge::{Base, KnownIssues};
 use crate::ledger::Ledger;
@@ -10,7 +12,7 @@ use crate::root::Root;
 use crate::sampler::{SampleError, Sampler};
 use crate::snapshot::Snapshot;
 use crate::sources::kernel_log::{LogCache, WholeLog};
-use std::time::Instant;
+use std::sync::Arc;
 
 /// A ledger with every finding about it.
 #[derive(Debug, Clone)]
@@ -43,6 +45,8 @@ pub struct Observer {
     base: Option<Base>,
     known: Option<KnownIssues>,
     registered: std::collections::BTreeMap<u32, u64>,
+    since: Since,
+    clock: Arc<dyn Clock>,
 }
 
 impl Observer {
@@ -55,7 +59,17 @@ impl Observer {
             base: None,
             known: None,
             registered: Default::default(),
+            since: Since::default(),
+            clock: clock::system(),
         }
+    }
+
+    /// Kernel-log findings before `since` are history (info); "now" is `clock`'s on the live
+    /// machine, the log's last line in a capture tree.
+    pub fn window(mut self, since: Since, clock: Arc<dyn Clock>) -> Observer {
+        self.since = since;
+        self.clock = clock;
+        self
     }
 
     /// Host bytes each process has registered in place (pid → bytes, from its traced calls),
@@ -85,15 +99,14 @@ impl Observer {
         let mut ledger = Ledger::from_snapshot(snap);
         ledger.add_registered(&self.registered);
         let mut found = findings::analyze(&ledger, &self.thresholds);
-        match self.kernel {
-            KernelLog::Off => {}
-            KernelLog::Fresh => {
+        if self.kernel != KernelLog::Off {
+            if self.kernel == KernelLog::Fresh {
                 self.log = LogCache::default();
-                findings::kernel::add(self.log.get(root, Instant::now()), &mut ledger, &mut found);
             }
-            KernelLog::Cached => {
-                findings::kernel::add(self.log.get(root, Instant::now()), &mut ledger, &mut found);
-            }
+            let log = self.log.get(root, self.clock.now());
+            let now_ms = root.is_live().then(|| self.clock.wall_ms());
+            let cutoff = self.since.cutoff_usec(log, now_ms);
+            findings::kernel::add(log, &mut ledger, &mut found, cutoff);
         }
         if let Some(k) = &self.known {
             k.extend(&mut found);

@@ -4,6 +4,7 @@ use super::parse::nonzero_bytes;
 use super::{Format, FormatArgs, Globals};
 use anyhow::Result;
 use clap::Args;
+use gpuledger::findings::window::{parse_since, Since};
 use gpuledger::findings::Severity;
 
 /// `doctor` options.
@@ -14,6 +15,10 @@ pub struct DoctorArgs {
     /// Device memory each rank allocates, to project the pinned host RAM against this machine.
     #[arg(long, value_name = "SIZE", value_parser = nonzero_bytes)]
     pub vram_per_rank: Option<u64>,
+    /// Kernel-log findings before this are history (info, not a current verdict): a duration
+    /// before now (30m, 2h, 1day) or an RFC 3339 time; default the last hour.
+    #[arg(long, value_name = "DURATION|TIME", value_parser = parse_since)]
+    pub since: Option<Since>,
     /// The job's command, after `--`: its environment is this shell's, read and not run.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -30,6 +35,8 @@ pub struct DoctorPlan {
     pub vram_per_rank: Option<u64>,
     /// The job's command (read, not run).
     pub command: Vec<String>,
+    /// `--since`.
+    pub since: Since,
 }
 
 impl DoctorArgs {
@@ -40,6 +47,7 @@ impl DoctorArgs {
             fail_on: self.output.fail_on(),
             vram_per_rank: self.vram_per_rank,
             command: self.command.clone(),
+            since: self.since.unwrap_or_default(),
         })
     }
 }

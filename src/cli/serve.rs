@@ -4,6 +4,7 @@ use super::parse::{listen_addr, size};
 use super::{FilterArgs, Globals};
 use anyhow::Result;
 use clap::Args;
+use gpuledger::findings::window::{parse_since, Since};
 use gpuledger::serve::MetricsOptions;
 use gpuledger::units::parse_interval;
 use std::net::SocketAddr;
@@ -33,6 +34,10 @@ pub struct ServeArgs {
     pub show_cmdline: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// Kernel-log findings before this are history (info, not a current verdict): a duration
+    /// before now (30m, 2h, 1day) or an RFC 3339 time; default the last hour.
+    #[arg(long, value_name = "DURATION|TIME", value_parser = parse_since)]
+    pub since: Option<Since>,
 }
 
 /// A checked `serve`.
@@ -48,6 +53,8 @@ pub struct ServePlan {
     pub filter: FilterArgs,
     /// `--show-cmdline`.
     pub show_cmdline: bool,
+    /// `--since`.
+    pub since: Since,
 }
 
 impl ServeArgs {
@@ -62,6 +69,7 @@ impl ServeArgs {
             },
             filter: self.filter.clone(),
             show_cmdline: self.show_cmdline,
+            since: self.since.unwrap_or_default(),
         })
     }
 }

@@ -4,6 +4,7 @@ use super::{FilterArgs, Format, FormatArgs, Globals};
 use anyhow::Result;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
+use gpuledger::findings::window::{parse_since, Since};
 use gpuledger::findings::Severity;
 use gpuledger::ledger::SortKey;
 use gpuledger::units::parse_interval;
@@ -66,6 +67,11 @@ pub struct SnapshotArgs {
     /// one line (64 ranks × 63 peers, bytes each and in all). JSON always lists each.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+
+    /// Kernel-log findings before this are history (info, not a current verdict): a duration
+    /// before now (30m, 2h, 1day) or an RFC 3339 time; default the last hour.
+    #[arg(long, value_name = "DURATION|TIME", value_parser = parse_since)]
+    pub since: Option<Since>,
 }
 
 /// What a snapshot run does, checked.
@@ -94,6 +100,8 @@ pub struct ShowSnapshot {
     pub fail_on: Option<Severity>,
     /// `-v`.
     pub verbose: bool,
+    /// `--since`.
+    pub since: Since,
 }
 
 impl SnapshotArgs {
@@ -111,6 +119,7 @@ impl SnapshotArgs {
             (self.output.fail_on.is_some(), "--fail-on"),
             (self.explain.is_some(), "--explain"),
             (self.verbose, "--verbose"),
+            (self.since.is_some(), "--since"),
         ]
         .into_iter()
         .find_map(|(given, flag)| given.then_some(flag))
@@ -134,6 +143,7 @@ impl SnapshotArgs {
             filter: self.filter.clone(),
             fail_on: self.output.fail_on(),
             verbose: self.verbose,
+            since: self.since.unwrap_or_default(),
         }))
     }
 }

@@ -19,6 +19,7 @@ pub fn run(g: &Globals, plan: ServePlan) -> Result<ExitCode> {
         connections: Default::default(),
         filter,
         show_cmdline: plan.show_cmdline,
+        since: plan.since,
     };
     serve(sampler, opts, |addr| {
         eprintln!("gpuledger serve: http://{addr}/metrics (also /healthz, /snapshot.json), sampling every {interval:?}");

@@ -37,6 +37,7 @@ pub fn run(g: &Globals, plan: SnapshotPlan) -> Result<ExitCode> {
     let base = Base::embedded().context("the embedded known-issues base")?;
     let mut observer = Observer::new(g.thresholds.clone())
         .kernel_log(KernelLog::Fresh)
+        .window(args.since, gpuledger::clock::system())
         .known_issues(base);
     let mut filter: Option<Filter> = None;
     let mut worst: Option<Severity> = None;

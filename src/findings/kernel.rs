@@ -28,8 +28,10 @@ const PAGE: u64 = 4096;
 /// GPU-error findings at most (the most recent groups); a flood of one error stays one group.
 const MAX_GPU_GROUPS: usize = 32;
 
-/// The findings the kernel log holds, for the machine whose ledger is `ledger`.
-pub fn find(log: &WholeLog, ledger: &Ledger) -> Vec<Finding> {
+/// The findings the kernel log holds, for the machine whose ledger is `ledger`; those whose
+/// last line is before `cutoff` (µs since boot, [`super::window::Since::cutoff_usec`]) are
+/// history: info, whatever they were.
+pub fn find(log: &WholeLog, ledger: &Ledger, cutoff: Option<u64>) -> Vec<Finding> {
     let source = log.origin.map(|o| o.as_str().to_string());
     let when = |usec: u64| when(usec, log.boot_s);
     let mut allocs: BTreeMap<(Option<u32>, String), Vec<AllocFailure>> = BTreeMap::new();
@@ -40,7 +42,7 @@ pub fn find(log: &WholeLog, ledger: &Ledger) -> Vec<Finding> {
             KernelFact::AllocFailure(a) => {
                 allocs.entry((a.pid, a.comm.clone())).or_default().push(a)
             }
-            KernelFact::OomKill(o) => out.push(oom(&o, &when(o.usec))),
+            KernelFact::OomKill(o) => out.push((oom(&o, &when(o.usec)), o.usec)),
             KernelFact::GpuError(e) => {
                 let what = e.xid.map_or(e.driver.clone(), |x| format!("Xid {x}"));
                 gpu.entry((e.device.clone(), what)).or_default().push(e);
@@ -48,24 +50,36 @@ pub fn find(log: &WholeLog, ledger: &Ledger) -> Vec<Finding> {
         }
     }
     for group in allocs.values() {
-        out.push(alloc(group, ledger, &when));
+        let last = group.last().map_or(0, |a| a.usec);
+        out.push((alloc(group, ledger, &when), last));
     }
     let mut groups: Vec<&Vec<GpuError>> = gpu.values().collect();
     groups.sort_by_key(|g| std::cmp::Reverse(g.last().map_or(0, |e| e.usec)));
     for group in groups.into_iter().take(MAX_GPU_GROUPS) {
-        out.push(gpu_error(group, &when));
+        let last = group.last().map_or(0, |e| e.usec);
+        out.push((gpu_error(group, &when), last));
     }
-    for f in &mut out {
-        f.source = source.clone();
-    }
-    out
+    out.into_iter()
+        .map(|(mut f, last)| {
+            f.source = source.clone();
+            if cutoff.is_some_and(|c| last < c) {
+                f.severity = Severity::Info;
+                f.message = format!(
+                    "history, before the window (--since; default the last hour): {}",
+                    f.message
+                );
+            }
+            f
+        })
+        .collect()
 }
 
-/// Adds the kernel log's findings to `found` (ranked again) and, when the log could not be read,
-/// its note to the ledger's scan notes: what every view does with a [`WholeLog`].
-pub fn add(log: &WholeLog, ledger: &mut Ledger, found: &mut Vec<Finding>) {
+/// Adds the kernel log's findings (history before `cutoff`, as [`find`]) to `found` (ranked
+/// again) and, when the log could not be read, its note to the ledger's scan notes: what every
+/// view does with a [`WholeLog`].
+pub fn add(log: &WholeLog, ledger: &mut Ledger, found: &mut Vec<Finding>, cutoff: Option<u64>) {
     note_unreadable(log, &mut ledger.stats);
-    found.extend(find(log, ledger));
+    found.extend(find(log, ledger, cutoff));
     super::rank(found);
 }
 
@@ -268,7 +282,7 @@ mod tests {
             ],
             Some(1_764_780_000),
         );
-        let found = find(&l, &Ledger::default());
+        let found = find(&l, &Ledger::default(), None);
         assert_eq!(found.len(), 2, "{found:#?}");
         let py = found.iter().find(|f| f.pid == Some(4001)).unwrap();
         assert_eq!(py.severity, Severity::Critical);
@@ -300,7 +314,7 @@ mod tests {
             ],
             None,
         );
-        let found = find(&l, &Ledger::default());
+        let found = find(&l, &Ledger::default(), None);
         let oom = found
             .iter()
             .find(|f| f.kind == Kind::KernelOomKill)
@@ -328,6 +342,30 @@ mod tests {
     }
 
     #[test]
+    fn failures_before_the_window_are_history() {
+        let l = log(
+            &[
+                (3, 1_000_000_000, "Out of memory: Killed process 15784 (python3) total-vm:11964kB, anon-rss:4288kB, file-rss:3028kB, shmem-rss:0kB"),
+                (3, 9_000_000_000, "Out of memory: Killed process 15785 (python3) total-vm:11964kB, anon-rss:4288kB, file-rss:3028kB, shmem-rss:0kB"),
+            ],
+            None,
+        );
+        let cutoff = crate::findings::window::Since::default().cutoff_usec(&l, None);
+        let found = find(&l, &Ledger::default(), cutoff);
+        let sev = |pid| found.iter().find(|f| f.pid == Some(pid)).unwrap();
+        assert_eq!(sev(15785).severity, Severity::Critical, "within the hour");
+        let old = sev(15784);
+        assert_eq!(old.severity, Severity::Info, "2 h before the last line");
+        assert!(
+            old.message.starts_with("history, before the window"),
+            "{}",
+            old.message
+        );
+        let all = find(&l, &Ledger::default(), None);
+        assert!(all.iter().all(|f| f.severity == Severity::Critical));
+    }
+
+    #[test]
     fn ordinary_kernel_lines_make_no_finding() {
         let l = log(
             &[
@@ -349,6 +387,6 @@ mod tests {
             ],
             None,
         );
-        assert_eq!(find(&l, &Ledger::default()), Vec::new());
+        assert_eq!(find(&l, &Ledger::default(), None), Vec::new());
     }
 }

@@ -10,6 +10,7 @@ pub mod kernel;
 mod peer_mirror;
 mod thresholds;
 pub mod verdict;
+pub mod window;
 
 pub use thresholds::{ThresholdError, Thresholds};
 

@@ -23,6 +23,10 @@ pub struct VersionFact {
     pub version: String,
     /// Where it was found (`intel-opencl-icd (dpkg-query)`).
     pub source: String,
+    /// The process that loaded it, for a version read from a library a GPU process mapped:
+    /// such versions decide over the package database's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_by: Option<u32>,
 }
 
 /// One device.
@@ -80,6 +84,8 @@ pub struct Facts {
     pub findings: Vec<Finding>,
     /// The running Linux release (`7.1.3-arch1-1`), when known.
     pub kernel: Option<String>,
+    /// The job's command line, when known (for the next step's `experiment` line).
+    pub command: Vec<String>,
 }
 
 impl Facts {
@@ -104,7 +110,10 @@ impl Facts {
             });
             places.push(p);
         }
-        let mut versions = versions(base, sys, root);
+        // What the job's processes loaded first: it decides over what is installed.
+        let mut found = super::loaded::versions(base, root, snap, sys);
+        found.extend(versions(base, sys, root));
+        let mut versions = found;
         for g in &snap.nvml {
             if devices.iter().all(|d| d.slot != g.bus_id) {
                 let p = placement(root, &g.bus_id);
@@ -116,6 +125,7 @@ impl Facts {
                     component: "nvidia-driver".into(),
                     version: v.clone(),
                     source: "NVML".into(),
+                    loaded_by: None,
                 };
                 if base.components.contains_key(&fact.component)
                     && !versions
@@ -132,6 +142,7 @@ impl Facts {
             env: BTreeMap::new(),
             findings,
             kernel: sys.kernel.as_deref().and_then(kernel_release),
+            command: Vec::new(),
         };
         (facts, places)
     }
@@ -150,6 +161,7 @@ impl Facts {
             env: BTreeMap::new(),
             findings: Vec::new(),
             kernel: sys.kernel.as_deref().and_then(kernel_release),
+            command: Vec::new(),
         }
     }
 }
@@ -238,6 +250,7 @@ fn versions_with(
                     component: component.clone(),
                     version: version.clone(),
                     source: format!("package {name} ({from})"),
+                    loaded_by: None,
                 });
             }
         }
@@ -247,6 +260,7 @@ fn versions_with(
                     component: component.clone(),
                     version: v.clone(),
                     source: format!("Python package {name} beside the job's Python"),
+                    loaded_by: None,
                 });
             }
         }
@@ -256,6 +270,7 @@ fn versions_with(
                     component: component.clone(),
                     version: v.clone(),
                     source: format!("/sys/module/{m}/version"),
+                    loaded_by: None,
                 });
             }
         }

@@ -3,7 +3,7 @@
 
 use super::base::{Base, KnowledgeError};
 use super::facts::Facts;
-use super::matcher::{assess, Assessment, Match};
+use super::matcher::{assess, group_step, groups, Assessment, Match};
 use super::schema::Confidence;
 use crate::findings::{rank, Finding, Kind};
 use crate::root::Root;
@@ -69,17 +69,42 @@ impl KnownIssues {
         assess(&self.base, &facts)
     }
 
-    /// Adds one `known_issue` finding per matching entry to `found` and re-ranks them.
+    /// Adds the `known_issue` findings of the matching entries ([`findings`]) to `found` and
+    /// re-ranks them.
     pub fn extend(&self, found: &mut Vec<Finding>) {
-        let matches = self.assess(found).matches;
-        found.extend(matches.iter().map(finding));
+        found.extend(findings(&self.assess(found)));
         rank(found);
     }
 }
 
+/// The assessment's matches as findings, deduplicated: matches of one severity on the same
+/// evidence (the signature, or an after-exit failure) are one finding, the strongest match's,
+/// naming the others, its next step's alternatives taken from all of them. Matches on no
+/// evidence are one finding each.
+pub fn findings(a: &Assessment) -> Vec<Finding> {
+    groups(&a.matches)
+        .into_iter()
+        .filter_map(|g| {
+            let (first, rest) = g.split_first()?;
+            let top = Match {
+                next_step: group_step(g),
+                ..first.clone()
+            };
+            let also: Vec<&str> = rest.iter().map(|m| m.id.as_str()).collect();
+            Some(finding_also(&top, &also))
+        })
+        .collect()
+}
+
 /// A match as a finding: the entry, why it matches, what the reports leave suspected, the first
-/// workaround with its caveat and the first public report.
+/// public report, and last the next step (the first workaround with its caveat and how to
+/// measure it, then the alternatives).
 pub fn finding(m: &Match) -> Finding {
+    finding_also(m, &[])
+}
+
+/// [`finding`], naming the weaker matches on the same evidence (`also`).
+fn finding_also(m: &Match, also: &[&str]) -> Finding {
     let mut message = format!("{} ({}): {}", m.id, m.title, m.facts.join("; "));
     let suspected: Vec<&str> = m
         .claims
@@ -93,11 +118,17 @@ pub fn finding(m: &Match) -> Finding {
             suspected.join("; ")
         ));
     }
-    if let Some(w) = m.workarounds.first() {
-        message.push_str(&format!("; workaround: {} ({})", w.what, w.caveat));
-    }
     if let Some(link) = m.links.first() {
         message.push_str(&format!("; see {link}"));
+    }
+    if !also.is_empty() {
+        message.push_str(&format!(
+            "; also matching on the same evidence: {}",
+            also.join(", ")
+        ));
+    }
+    if let Some(step) = &m.next_step {
+        message.push_str(&format!("; next step: {}", step.sentence()));
     }
     Finding {
         issue: Some(m.id.clone()),

@@ -1,12 +1,18 @@
 //! Matching the base against facts. A match on versions and conditions is a warning; with the
-//! entry's finding signature present it is critical; informational entries match at info.
+//! entry's finding signature present it is critical; informational entries match at info. With
+//! the signature present (or, the job gone, a critical kernel-log failure of an `after_exit`
+//! kind) and no version of the component found, the entry matches at the evidence's severity:
+//! it cannot be ruled out. Matches are ranked by severity, then evidence (the signature, then
+//! after-exit failures), then version (in a range from the introducing release, from the
+//! earliest report, not tied to a release, unknown).
 
 use super::base::{range_of, Base};
 use super::facts::{DeviceFact, Facts};
+use super::next_step::NextStep;
 use super::schema::{Claim, Entry, Hardware, Topology, Workaround};
 use super::version::Version;
 use super::visible::visible;
-use crate::findings::Severity;
+use crate::findings::{Finding, Severity};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -30,6 +36,38 @@ pub struct Match {
     pub claims: Vec<Claim>,
     /// Upstream status.
     pub status: &'static str,
+    /// What the job showed of the entry's signature.
+    pub evidence: Evidence,
+    /// How the entry's version range was checked.
+    pub version: VersionCheck,
+    /// The first workaround to try and the others.
+    pub next_step: Option<NextStep>,
+}
+
+/// What the job showed of an entry's signature; orders matches (strongest last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// None: the machine fits the entry, the job showed nothing of it.
+    None,
+    /// A kernel-log failure of the entry's `after_exit` kinds: the job is gone.
+    AfterExit,
+    /// The signature finding itself.
+    Signature,
+}
+
+/// How an entry's version range was checked; orders matches (strongest last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionCheck {
+    /// No version of the component was found: the entry cannot be ruled out.
+    Unknown,
+    /// The entry names no versions.
+    NotTied,
+    /// A detected version lies in a range that starts at the earliest report.
+    InReportedRange,
+    /// A detected version lies at or after the release that introduced the defect.
+    InIntroducedRange,
 }
 
 /// An entry whose hardware is present but that did not match, and why (a version outside its
@@ -49,6 +87,9 @@ pub struct Assessment {
     pub matches: Vec<Match>,
     /// Entries for this hardware that did not match.
     pub not_matched: Vec<NotMatched>,
+    /// The one thing to try first (the strongest match's first workaround) and the other
+    /// matches' workarounds, each once.
+    pub next_step: Option<NextStep>,
 }
 
 /// Matches every entry of `base` against `facts`.
@@ -64,9 +105,46 @@ pub fn assess(base: &Base, facts: &Facts) -> Assessment {
             }),
         }
     }
-    out.matches
-        .sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    out.matches.sort_by(|a, b| {
+        (b.severity, b.evidence, b.version)
+            .cmp(&(a.severity, a.evidence, a.version))
+            .then(a.id.cmp(&b.id))
+    });
+    out.next_step = next_step(&out.matches);
     out
+}
+
+/// The strongest group's step ([`groups`]).
+fn next_step(matches: &[Match]) -> Option<NextStep> {
+    group_step(groups(matches).first()?)
+}
+
+/// Ranked matches cut into groups that are one verdict: matches of one severity on the same
+/// evidence (the signature, or an after-exit failure); a match on no evidence is a group alone.
+pub fn groups(matches: &[Match]) -> Vec<&[Match]> {
+    let mut out: Vec<&[Match]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=matches.len() {
+        let joins = matches.get(i).is_some_and(|m| {
+            let g = &matches[start];
+            m.evidence != Evidence::None && (g.severity, g.evidence) == (m.severity, m.evidence)
+        });
+        if !joins {
+            out.push(&matches[start..i]);
+            start = i;
+        }
+    }
+    out
+}
+
+/// A group's step: its first match's, the others' workarounds as alternatives.
+pub fn group_step(group: &[Match]) -> Option<NextStep> {
+    let (first, rest) = group.split_first()?;
+    let mut step = first.next_step.clone()?;
+    for m in rest {
+        step.add_alternatives(&m.id, &m.workarounds);
+    }
+    Some(step)
 }
 
 fn hardware_matches(base: &Base, hw: &Hardware, d: &DeviceFact) -> bool {
@@ -136,44 +214,30 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
     if let Some(fixed) = &c.kernel_fixed {
         why.push(kernel_fact(fixed, facts.kernel.as_deref())?);
     }
-    if let Some(v) = &e.versions {
-        why.push(version_fact(e, v, facts)?);
-    }
-    let signature = e.signature.and_then(|s| {
-        facts
-            .findings
-            .iter()
-            .find(|f| f.kind == s.kind && s.backing.is_none_or(|b| f.backing == Some(b)))
-    });
-    if let Some(f) = signature {
-        let backing = f
-            .backing
-            .map(|b| {
-                format!(
-                    " with {} backing",
-                    serde_json::to_value(b)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default()
-                )
-            })
-            .unwrap_or_default();
-        let whose = match (f.rank, f.pid) {
-            (Some(r), Some(p)) => format!(" (rank {r}, pid {p})"),
-            (None, Some(p)) => format!(" (pid {p})"),
-            _ => String::new(),
-        };
-        why.push(format!(
-            "{} finding{backing} present{whose}",
-            f.kind.as_str()
-        ));
-    }
+    let evidence = signature(e, facts);
+    let version = match &e.versions {
+        Some(v) => {
+            let (check, fact) = version_fact(e, v, facts, evidence.is_some())?;
+            why.push(fact);
+            check
+        }
+        None => VersionCheck::NotTied,
+    };
     let severity = if e.informational {
         Severity::Info
-    } else if signature.is_some() {
-        Severity::Critical
     } else {
-        Severity::Warning
+        match &evidence {
+            Some((_, f, fact)) => {
+                why.push(fact.clone());
+                // Without a version, the signature's own severity: the evidence alone.
+                if version == VersionCheck::Unknown {
+                    f.severity
+                } else {
+                    Severity::Critical
+                }
+            }
+            None => Severity::Warning,
+        }
     };
     Ok(Some(Match {
         id: e.id.clone(),
@@ -184,7 +248,46 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         links: e.links.clone(),
         claims: e.claims.clone(),
         status: e.status.as_str(),
+        evidence: evidence.map_or(Evidence::None, |(k, _, _)| k),
+        version,
+        next_step: NextStep::of(&e.id, &e.workarounds, &facts.command),
     }))
+}
+
+/// The entry's signature among the findings (else one of its `after_exit` kinds at critical),
+/// and the sentence that says so.
+fn signature<'a>(e: &Entry, facts: &'a Facts) -> Option<(Evidence, &'a Finding, String)> {
+    let s = e.signature.as_ref()?;
+    let whose = |f: &Finding| match (f.rank, f.pid) {
+        (Some(r), Some(p)) => format!(" (rank {r}, pid {p})"),
+        (None, Some(p)) => format!(" (pid {p})"),
+        _ => String::new(),
+    };
+    if let Some(f) = facts
+        .findings
+        .iter()
+        .find(|f| f.kind == s.kind && s.backing.is_none_or(|b| f.backing == Some(b)))
+    {
+        let backing = s
+            .backing
+            .and_then(|b| serde_json::to_value(b).ok())
+            .and_then(|v| v.as_str().map(|b| format!(" with {b} backing")))
+            .unwrap_or_default();
+        let fact = format!("{} finding{backing} present{}", f.kind.as_str(), whose(f));
+        return Some((Evidence::Signature, f, fact));
+    }
+    let f = facts
+        .findings
+        .iter()
+        .find(|f| s.after_exit.contains(&f.kind) && f.severity == Severity::Critical)?;
+    let fact = format!(
+        "{} of a GPU job process{} in the kernel log: the end of this issue's {} pattern, after \
+         the job is gone",
+        f.kind.as_str(),
+        whose(f),
+        s.kind.as_str()
+    );
+    Some((Evidence::AfterExit, f, fact))
 }
 
 fn describe_devices(devices: &[&DeviceFact]) -> String {
@@ -204,29 +307,58 @@ fn describe_devices(devices: &[&DeviceFact]) -> String {
     )
 }
 
-fn version_fact(e: &Entry, v: &super::schema::Versions, facts: &Facts) -> Result<String, String> {
+/// Where a detected version lies in the entry's range; no version found is
+/// [`VersionCheck::Unknown`] (a fact, not a reason to rule the entry out) when the job showed
+/// the signature, else an `Err`.
+fn version_fact(
+    e: &Entry,
+    v: &super::schema::Versions,
+    facts: &Facts,
+    signature: bool,
+) -> Result<(VersionCheck, String), String> {
     let range = range_of(&e.id, v).map_err(|err| err.to_string())?;
-    let found: Vec<_> = facts
+    let all: Vec<_> = facts
         .versions
         .iter()
         .filter(|f| f.component == v.component)
         .collect();
+    // What the job loaded decides over what is installed.
+    let loaded: Vec<_> = all
+        .iter()
+        .copied()
+        .filter(|f| f.loaded_by.is_some())
+        .collect();
+    let found = if loaded.is_empty() { all } else { loaded };
     if found.is_empty() {
+        if signature {
+            return Ok((
+                VersionCheck::Unknown,
+                format!(
+                    "{} version unknown, cannot be ruled out ({range})",
+                    v.component
+                ),
+            ));
+        }
         return Err(format!("no {} version found", v.component));
     }
     for f in &found {
         if Version::parse(&f.version).is_some_and(|x| range.contains(&x)) {
-            return Ok(format!(
-                "{} {} from {}: {range}",
-                v.component, f.version, f.source
+            let check = if range.low_is_introduced {
+                VersionCheck::InIntroducedRange
+            } else {
+                VersionCheck::InReportedRange
+            };
+            return Ok((
+                check,
+                format!("{} {} from {}: {range}", v.component, f.version, f.source),
             ));
         }
     }
-    let seen: Vec<&str> = found.iter().map(|f| f.version.as_str()).collect();
+    let seen: BTreeSet<&str> = found.iter().map(|f| f.version.as_str()).collect();
     Err(format!(
         "{} {} is outside the affected range ({range})",
         v.component,
-        seen.join(", ")
+        seen.into_iter().collect::<Vec<_>>().join(", ")
     ))
 }
 

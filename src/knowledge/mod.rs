@@ -15,7 +15,9 @@
 //! `kernel_fixed` or an unknown one) and a detected version of its
 //! component lies in its range (entries without `[versions]` skip that test): warning; with a
 //! finding of its signature among `facts.findings` (kind, and backing when given): critical;
-//! informational entries: info. No version found for the component is a [`NotMatched`].
+//! informational entries: info. No version found for the component is a [`NotMatched`] unless
+//! the signature is present: then the entry matches, its version unknown. Each match and the
+//! assessment carry a [`NextStep`]: the first workaround, how to measure it, the alternatives.
 //!
 //! Every entry rests on public reports: `quotes` (link, date, words or numbers) and `claims`
 //! marked confirmed or suspected. gpuledger's own blind spots are not entries: [`limitations`]
@@ -25,7 +27,9 @@ mod base;
 mod facts;
 mod known;
 mod limits;
+mod loaded;
 mod matcher;
+mod next_step;
 mod schema;
 pub mod topology;
 mod version;
@@ -33,9 +37,10 @@ mod visible;
 
 pub use base::{Base, KnowledgeError};
 pub use facts::{dpkg_status, kernel_release, versions, DeviceFact, Facts, VersionFact};
-pub use known::{finding, KnownIssues};
+pub use known::{finding, findings, KnownIssues};
 pub use limits::{limitations, Limitation};
-pub use matcher::{assess, Assessment, Match, NotMatched};
+pub use matcher::{assess, Assessment, Evidence, Match, NotMatched, VersionCheck};
+pub use next_step::{Alternative, NextStep};
 pub use schema::{
     Claim, Component, Conditions, Confidence, Entry, Family, Hardware, Quote, Signature, Status,
     Topology, Versions, Workaround,

@@ -174,13 +174,18 @@ pub enum Topology {
 }
 
 /// The finding an issue produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Signature {
     /// Finding kind.
     pub kind: Kind,
     /// Required backing (peer_mirror), if any.
     pub backing: Option<Backing>,
+    /// Kernel-log finding kinds that stand for the signature once the job is gone: a critical
+    /// one (the failing task was a GPU job process, or its stack ran through TTM or a GPU
+    /// driver) on matching hardware is the issue's end, seen after the fact.
+    #[serde(default)]
+    pub after_exit: Vec<Kind>,
 }
 
 /// A workaround and what it costs.
@@ -191,6 +196,10 @@ pub struct Workaround {
     pub what: String,
     /// Its caveat.
     pub caveat: String,
+    /// The environment it sets, when it is one: the job can then try it as an `experiment`
+    /// control.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 /// A device family (`families.toml`).
@@ -216,4 +225,11 @@ pub struct Component {
     /// Python distributions (exact names) found beside the job's Python processes (`torch`).
     #[serde(default)]
     pub python: Vec<String>,
+    /// File-name prefixes of its shared objects (`libze_intel_gpu.so`): a GPU process that
+    /// mapped one loaded this component; its version is that file's package's.
+    #[serde(default)]
+    pub libraries: Vec<String>,
+    /// The version after `.so.` in a library's file name is the component's (`libcuda.so.580.95.05`).
+    #[serde(default)]
+    pub soname_version: bool,
 }

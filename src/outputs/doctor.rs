@@ -5,7 +5,7 @@ use super::safe_text::safe;
 use super::text_table::{render_fit, Align};
 use crate::doctor::{HostOutlook, Job, Report};
 use crate::findings::{self, Finding, Severity};
-use crate::knowledge::Assessment;
+use crate::knowledge::{Assessment, NextStep};
 use crate::units::human_bytes;
 
 /// The `gpuledger.doctor/1` document.
@@ -81,6 +81,9 @@ pub fn render_text_fit(r: &Report, width: usize) -> String {
         }
     }
     out.push_str(&render_verdict(&r.findings, &r.notes));
+    if let Some(step) = &r.known_issues.next_step {
+        out.push_str(&render_next_step(step));
+    }
     super::wrap::fit(&out, width)
 }
 
@@ -135,12 +138,15 @@ fn render_job(job: &Job) -> String {
     out
 }
 
+/// The matches strongest first: the first in full, the others with only the facts and
+/// claims not said above; their workarounds are the next step's alternatives.
 fn render_issues(a: &Assessment) -> String {
-    let mut out = String::from("\nKnown issues:\n");
+    let mut out = String::from("\nKnown issues (strongest evidence first):\n");
     if a.matches.is_empty() {
         out.push_str("  none applies\n");
     }
-    for m in &a.matches {
+    let mut said: Vec<&str> = Vec::new();
+    for (i, m) in a.matches.iter().enumerate() {
         out.push_str(&format!(
             "  {} {}: {} [{}]\n",
             m.severity.as_str().to_uppercase(),
@@ -148,22 +154,46 @@ fn render_issues(a: &Assessment) -> String {
             m.title,
             m.status
         ));
-        for f in &m.facts {
+        for f in m.facts.iter().filter(|f| !said.contains(&f.as_str())) {
             out.push_str(&format!("    - {}\n", safe(f)));
         }
+        said.extend(m.facts.iter().map(String::as_str));
         for c in &m.claims {
             out.push_str(&format!("    {}: {}\n", c.confidence.as_str(), c.claim));
         }
-        for w in &m.workarounds {
-            out.push_str(&format!(
-                "    workaround: {} (caveat: {})\n",
-                w.what, w.caveat
-            ));
+        if i == 0 {
+            for w in &m.workarounds {
+                out.push_str(&format!(
+                    "    workaround: {} (caveat: {})\n",
+                    w.what, w.caveat
+                ));
+            }
         }
         out.push_str(&format!("    see: {}\n", m.links.join(" ")));
     }
     for n in &a.not_matched {
         out.push_str(&format!("  not applying: {}: {}\n", n.id, safe(&n.reason)));
+    }
+    out
+}
+
+/// The one thing to try first, how to measure it, and the alternatives.
+fn render_next_step(step: &NextStep) -> String {
+    let mut out = format!(
+        "\nNext step ({}):\n  try first: {}\n    caveat: {}\n",
+        step.issue, step.first.what, step.first.caveat
+    );
+    if let Some(cmd) = &step.experiment {
+        out.push_str(&format!("    measure it: {}\n", safe(cmd)));
+    }
+    if !step.alternatives.is_empty() {
+        out.push_str("  then:\n");
+    }
+    for alt in &step.alternatives {
+        out.push_str(&format!(
+            "    - {} ({}; caveat: {})\n",
+            alt.workaround.what, alt.issue, alt.workaround.caveat
+        ));
     }
     out
 }

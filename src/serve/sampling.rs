@@ -3,6 +3,7 @@
 //! its reader, holds a reference to the one rendering, never a copy of it.
 
 use super::metrics::{render_metrics, ExporterStats, MetricsOptions};
+use crate::findings::window::Since;
 use crate::findings::{Finding, Thresholds};
 use crate::knowledge::Base;
 use crate::ledger::{Filter, Ledger};
@@ -32,6 +33,8 @@ pub(crate) struct RenderOptions {
     pub filter: Filter,
     /// Whether command lines are shown as they are (`--show-cmdline`) or redacted.
     pub show_cmdline: bool,
+    /// Kernel-log findings before it are history.
+    pub since: Since,
 }
 
 /// Samples and renders, keeping the exporter's own figures across samples.
@@ -51,7 +54,9 @@ pub(crate) struct Renderer {
 impl Renderer {
     /// Takes and renders the first sample; its failure is the exporter's.
     pub fn first(sampler: Sampler, opts: RenderOptions) -> Result<Renderer, SampleError> {
-        let mut observer = Observer::new(opts.thresholds.clone()).kernel_log(KernelLog::Cached);
+        let mut observer = Observer::new(opts.thresholds.clone())
+            .kernel_log(KernelLog::Cached)
+            .window(opts.since, crate::clock::system());
         if let Ok(base) = Base::embedded() {
             observer = observer.known_issues(base);
         }

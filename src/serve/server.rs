@@ -4,6 +4,7 @@
 use super::connections::{self, ConnectionLimits};
 use super::metrics::MetricsOptions;
 use super::sampling::{Latest, RenderOptions, Renderer};
+use crate::findings::window::Since;
 use crate::findings::Thresholds;
 use crate::ledger::Filter;
 use crate::sampler::Sampler;
@@ -35,6 +36,8 @@ pub struct ServeOptions {
     /// `--show-cmdline`: command lines in /snapshot.json as they are; by default secret-looking
     /// arguments and environment values are redacted ([`crate::redact`]).
     pub show_cmdline: bool,
+    /// `--since`: kernel-log findings before it are history.
+    pub since: Since,
 }
 
 /// The content type of `/metrics`.
@@ -95,6 +98,7 @@ pub fn serve(
             metrics: opts.metrics,
             filter: opts.filter.clone(),
             show_cmdline: opts.show_cmdline,
+            since: opts.since,
         },
     )?;
     let latest = Arc::new(RwLock::new(renderer.latest()));

@@ -14,6 +14,7 @@ pub mod meminfo;
 pub mod nvml;
 pub mod packages;
 pub mod pci_names;
+pub mod proc_maps;
 pub mod proc_pid;
 pub mod sim_job;
 pub mod system_info;

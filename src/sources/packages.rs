@@ -52,6 +52,30 @@ pub fn installed(
         })
 }
 
+/// Largest `var/lib/dpkg/info/PKG.list` read (a runtime package lists a few hundred paths).
+const DPKG_LIST_BYTES: u64 = 4 << 20;
+
+/// The dpkg package, among those whose names pass `keep`, whose file list
+/// (`var/lib/dpkg/info/NAME[:ARCH].list`) holds `path`.
+pub fn dpkg_owner(root: &Root, path: &str, keep: impl Fn(&str) -> bool) -> Option<String> {
+    let names = root.list_dir("var/lib/dpkg/info").ok()?;
+    names.iter().find_map(|n| {
+        let n = n.to_str()?;
+        let stem = n.strip_suffix(".list")?;
+        let package = stem.split_once(':').map_or(stem, |(p, _)| p);
+        if !keep(package) {
+            return None;
+        }
+        let raw = root
+            .read_capped(format!("var/lib/dpkg/info/{n}"), DPKG_LIST_BYTES)
+            .ok()?;
+        String::from_utf8_lossy(&raw)
+            .lines()
+            .any(|l| l == path)
+            .then(|| package.to_string())
+    })
+}
+
 /// Every package `db` lists under `root` (rpm: on the live machine only).
 fn read(root: &Root, db: PackageDb) -> Option<Vec<(String, String)>> {
     match db {

@@ -295,12 +295,25 @@ fn the_verdict_holds_the_snapshots_findings_and_fail_on_applies() {
     let out = doctor(seed, &["--fail-on", "warning"], &[]);
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.lines().last().unwrap();
-    assert_eq!(
-        last,
-        "Verdict: CRITICAL: 3 finding(s), 3 critical, 0 warning, 0 info"
+    // Issue 32: the signature with no version found is cr-953, "cannot be ruled out", and the
+    // report ends with the one thing to try first.
+    let (_, after) = text
+        .split_once("Verdict: CRITICAL: 4 finding(s), 4 critical, 0 warning, 0 info\n")
+        .expect("the verdict");
+    assert!(
+        after.starts_with(
+            "\nNext step (cr-953-bmg-eager-peer-pinning):\n  try first: Set NEOReadDebugKeys=1 \
+             EnableDeferBacking=0 for the job\n"
+        ),
+        "{after}"
+    );
+    assert!(
+        after.contains("measure it: gpuledger experiment --controls no-defer-backing --"),
+        "{after}"
     );
     assert_eq!(text.matches("CRITICAL peer_mirror").count(), 2, "{text}");
+    assert_eq!(text.matches("CRITICAL known_issue").count(), 1, "{text}");
+    assert!(!text.contains("none applies"), "{text}");
     let snapshot = json_of(&["--root", seed, "--json"], 0);
     let doc = json(&doctor(seed, &["--json"], &[]));
     assert_eq!(
@@ -311,4 +324,51 @@ fn the_verdict_holds_the_snapshots_findings_and_fail_on_applies() {
     let out = doctor(healthy.to_str().unwrap(), &["--fail-on", "warning"], &[]);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("Verdict: OK, no findings\n"));
+}
+
+/// Issue 32: the version of what the job loaded (its `proc/PID/maps`, the file's dpkg package)
+/// decides over the other runtime installed beside it.
+#[test]
+fn the_runtime_the_job_loaded_decides_the_version() {
+    let (_tmp, tree) = fixture_copy("seed-2622");
+    let lib = "/usr/lib/x86_64-linux-gnu/libze_intel_gpu.so.1.13.38646";
+    let maps = format!(
+        "7f2a1c000000-7f2a1c4a0000 r-xp 00000000 103:02 2102233    {lib}\n\
+         7f2a1e000000-7f2a1e001000 rw-s 00000000 00:06 1025    /dev/dri/renderD128\n"
+    );
+    std::fs::write(tree.join("proc/116400/maps"), maps).unwrap();
+    let info = tree.join("var/lib/dpkg/info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(
+        tree.join("var/lib/dpkg/status"),
+        "Package: libze-intel-gpu1\nStatus: install ok installed\nVersion: 26.22.38646.4-0ubuntu1\n\n\
+         Package: intel-level-zero-gpu\nStatus: install ok installed\nVersion: 26.05.37020.3-0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        info.join("libze-intel-gpu1:amd64.list"),
+        format!("/usr\n{lib}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        info.join("intel-level-zero-gpu.list"),
+        "/opt/old/libze_intel_gpu.so.1\n",
+    )
+    .unwrap();
+    let r = json(&doctor(tree.to_str().unwrap(), &["--json"], &[]));
+    let loaded = r["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["loaded_by"] == 116400)
+        .expect("a version from the loaded library");
+    assert_eq!(loaded["version"], "26.22.38646.4-0ubuntu1");
+    assert_eq!(
+        loaded["source"],
+        format!("{lib} loaded by pid 116400, from package libze-intel-gpu1")
+    );
+    let top = &r["known_issues"]["matches"][0];
+    assert_eq!(top["id"], "cr-953-bmg-eager-peer-pinning");
+    assert_eq!(top["version"], "in_introduced_range");
+    assert_eq!(r["known_issues"]["next_step"]["issue"], top["id"]);
 }

@@ -238,6 +238,7 @@ fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
             component: v.component.clone(),
             version: ver.to_string(),
             source: "test".into(),
+            loaded_by: None,
         }],
         _ => Vec::new(),
     };
@@ -253,6 +254,7 @@ fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
         env,
         findings: Vec::new(),
         kernel: None,
+        command: Vec::new(),
     }
 }
 
@@ -292,7 +294,7 @@ fn every_entry_matches_its_own_facts_and_not_one_version_below() {
         };
         assert_eq!(m.severity, expect, "{}", e.id);
         assert!(!m.facts.is_empty() && !m.links.is_empty(), "{}", e.id);
-        if let Some(sig) = e.signature {
+        if let Some(sig) = &e.signature {
             let mut with = facts.clone();
             with.findings
                 .push(finding(sig.kind, sig.backing.or(Some(Backing::Pinned))));
@@ -584,4 +586,110 @@ proptest::proptest! {
             Some(_) => {}
         }
     }
+}
+
+/// Issue 32: the signature with no version found is "cannot be ruled out", never "none
+/// applies"; without the signature the entry stays unmatched.
+#[test]
+fn a_signature_without_a_version_matches_as_cannot_be_ruled_out() {
+    use gpuledger::knowledge::{Evidence, VersionCheck};
+    let base = Base::embedded().unwrap();
+    let e = base.entry("cr-953-bmg-eager-peer-pinning").unwrap();
+    let bare = facts_for(&base, e, None);
+    let a = assess(&base, &bare);
+    assert!(a.matches.iter().all(|m| m.id != e.id));
+    let why = a.not_matched.iter().find(|n| n.id == e.id).unwrap();
+    assert_eq!(why.reason, "no intel-compute-runtime version found");
+    let mut seen = bare.clone();
+    let mut unsure = finding(Kind::PeerMirror, Some(Backing::Pinned));
+    unsure.severity = Severity::Warning;
+    seen.findings.push(unsure);
+    let a = assess(&base, &seen);
+    let m = a.matches.iter().find(|m| m.id == e.id).expect("matched");
+    assert_eq!(
+        (m.severity, m.evidence, m.version),
+        (
+            Severity::Warning,
+            Evidence::Signature,
+            VersionCheck::Unknown
+        ),
+        "the signature's own severity"
+    );
+    assert!(m
+        .facts
+        .iter()
+        .any(|f| f.starts_with("intel-compute-runtime version unknown, cannot be ruled out")));
+    let step = a.next_step.expect("a next step");
+    assert_eq!(step.issue, e.id);
+    assert!(step.first.what.contains("EnableDeferBacking=0"));
+}
+
+/// With one signature, the entry whose range starts at the introducing release ranks above
+/// those that start at the earliest report, and its workaround comes first.
+#[test]
+fn matches_rank_by_evidence_then_version_and_fold_into_one_finding() {
+    use gpuledger::knowledge::VersionCheck;
+    let base = Base::embedded().unwrap();
+    let e = base.entry("cr-953-bmg-eager-peer-pinning").unwrap();
+    let mut facts = facts_for(&base, e, Some("26.22.38646.4-0ubuntu1"));
+    facts
+        .findings
+        .push(finding(Kind::PeerMirror, Some(Backing::Pinned)));
+    let a = assess(&base, &facts);
+    let ids: Vec<&str> = a.matches.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids[0], e.id, "{ids:?}");
+    assert_eq!(a.matches[0].version, VersionCheck::InIntroducedRange);
+    assert!(a.matches.len() > 1, "{ids:?}");
+    let keys: Vec<_> = a
+        .matches
+        .iter()
+        .map(|m| (m.severity, m.evidence, m.version))
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] >= w[1]), "{keys:?}");
+    let found: Vec<Finding> = gpuledger::knowledge::findings(&a)
+        .into_iter()
+        .filter(|f| f.severity == Severity::Critical)
+        .collect();
+    assert_eq!(found.len(), 1, "one signature, one finding: {found:#?}");
+    assert_eq!(found[0].issue.as_deref(), Some(e.id.as_str()));
+    for other in a.matches[1..]
+        .iter()
+        .filter(|m| m.severity == Severity::Critical)
+    {
+        assert!(found[0].message.contains(&other.id), "{}", other.id);
+    }
+    let step = a.next_step.unwrap();
+    let masks = step
+        .alternatives
+        .iter()
+        .filter(|alt| alt.workaround.env.contains_key("ZE_AFFINITY_MASK"))
+        .count();
+    assert_eq!(masks, 1, "one device per process is one alternative");
+    assert!(found[0]
+        .message
+        .ends_with(&format!("next step: {}", step.sentence())));
+}
+
+/// The dead job: a critical page-allocation failure stands for cr-953's signature; a warning
+/// one (not a GPU job process) does not.
+#[test]
+fn a_gpu_page_allocation_failure_names_cr_953_after_the_job_is_gone() {
+    use gpuledger::knowledge::Evidence;
+    let base = Base::embedded().unwrap();
+    let e = base.entry("cr-953-bmg-eager-peer-pinning").unwrap();
+    let mut facts = facts_for(&base, e, None);
+    let mut other = finding(Kind::KernelPageAllocFailure, None);
+    other.severity = Severity::Warning;
+    facts.findings.push(other);
+    assert!(assess(&base, &facts).matches.iter().all(|m| m.id != e.id));
+    facts
+        .findings
+        .push(finding(Kind::KernelPageAllocFailure, None));
+    let a = assess(&base, &facts);
+    let m = &a.matches[0];
+    assert_eq!(
+        (m.id.as_str(), m.severity, m.evidence),
+        (e.id.as_str(), Severity::Critical, Evidence::AfterExit)
+    );
+    assert!(m.facts.iter().any(|f| f.contains("after the job is gone")));
 }

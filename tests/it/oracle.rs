@@ -129,7 +129,7 @@ fn sweep(case: Case, step: usize) -> usize {
         let mut ledger = ledger;
         let mut findings = analyze(&ledger, &t);
         let log = WholeLog::read(sampler.root());
-        gpuledger::findings::kernel::add(&log, &mut ledger, &mut findings);
+        gpuledger::findings::kernel::add(&log, &mut ledger, &mut findings, None);
         assert_eq!(
             post_mortem(&findings),
             post_mortem_expected(&state.truth),

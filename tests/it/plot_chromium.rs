@@ -68,7 +68,9 @@ fn assert_static_page(html: &str) {
         !html.contains("<script")
             && !html.contains("<link")
             && !html.contains("<img")
-            && !outside.contains("http"),
+            && !outside.contains("href=\"http")
+            && !outside.contains("src=\"http")
+            && !outside.contains("url(http"),
         "self-contained, no scripts"
     );
     // Each rank's home card holds its VRAM; host-class memory sits on every card.

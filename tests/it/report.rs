@@ -414,7 +414,7 @@ fn report_from_a_recording_describes_the_recorded_machine() {
     assert!(out.contains("`peer_mirror`"), "the recording's findings");
     let related = out.split("## Possibly related").nth(1).unwrap_or_default();
     assert!(
-        related.contains("- `cr-953-bmg-eager-peer-pinning`: no intel-compute-runtime version"),
+        related.contains("- **critical** `cr-953-bmg-eager-peer-pinning`: Battlemage"),
         "the known issues are matched against the recorded B70s, not this machine: {related}"
     );
     let step = out

@@ -151,7 +151,7 @@ fn a_verdict_line_opens_the_snapshot_and_show() {
     let seed = fixture("seed-2622");
     let text = stdout_of(&["--root", path(&seed)], 0);
     assert!(
-        text.starts_with("CRITICAL: 3 findings (peer_mirror × 2, driver_held_host); 64.0 GiB host,\n          25.9 GiB driver-held\n"),
+        text.starts_with("CRITICAL: 4 findings (peer_mirror × 2, driver_held_host, known_issue); 64.0 GiB\n          host, 25.9 GiB driver-held\n"),
         "{text}"
     );
     let healthy = stdout_of(&["--root", path(&fixture("xe-two-tile"))], 0);
@@ -163,7 +163,7 @@ fn a_verdict_line_opens_the_snapshot_and_show() {
     let show = stdout_of(&["show", path(&ledger)], 0);
     let first = show.lines().next().unwrap();
     assert!(
-        first.starts_with("CRITICAL: 3 findings (peer_mirror × 2, driver_held_host)"),
+        first.starts_with("CRITICAL: 4 findings (peer_mirror × 2, driver_held_host, known_issue)"),
         "{show}"
     );
 }
