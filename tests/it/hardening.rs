@@ -156,10 +156,17 @@ fn full_disk_stops_the_recording_with_a_clear_message() {
     let shown = run(&["show", ledger.to_str().unwrap(), "--json"]);
     let _ = Command::new("umount").arg(&mnt).status();
     assert!(
-        err.contains("recording stopped") && err.contains("intact up to the last sample"),
+        err.contains("recording stopped")
+            && err.contains("disk is full")
+            && err.contains("safe in")
+            && err.contains("the job ran on to its end"),
         "{err}"
     );
-    assert_eq!(out.status.code(), Some(0), "the job itself ran to its end");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "samples were lost: the run must not look complete"
+    );
     assert!(
         start.elapsed() >= Duration::from_secs(7),
         "the job is not killed because the disk is full"
