@@ -49,7 +49,11 @@ simulated twice:\n\
         record(&sim, &dir.join(name), &ledger_file, 60, t)
             .with_context(|| format!("simulating {name}"))?;
         if backing == Backing::Pinned {
-            out.push_str(&plateau_snapshot(&sim, &dir.join(format!("{name}-snapshot")), t)?);
+            out.push_str(&plateau_snapshot(
+                &sim,
+                &dir.join(format!("{name}-snapshot")),
+                t,
+            )?);
         }
         files.push(ledger_file);
     }
@@ -82,11 +86,7 @@ simulated twice:\n\
 fn plateau_snapshot(sim: &Simulation, snap_dir: &Path, t: &Thresholds) -> Result<String> {
     LiveWriter::new(TreeWriter::new(snap_dir)?, "ddp-peer-mirror")?
         .write(&sim.state_at(sim.busiest_t()))?;
-    let mut sampler = Sampler::new(
-        Root::open(snap_dir)?,
-        Scope::All,
-        SamplerOptions::default(),
-    );
+    let mut sampler = Sampler::new(Root::open(snap_dir)?, Scope::All, SamplerOptions::default());
     let seen = Observer::new(t.clone()).sample(&mut sampler)?;
     Ok(format!(
         "=== Snapshot of run A at its plateau\n    gpuledger --root {}\n\n{}",

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 /// The demo's two recordings (A: peer registrations pinned, B: registered only) in `dir`.
 fn demo(dir: &Path) -> (PathBuf, PathBuf) {
     stdout_of(&["demo", "-o", dir.to_str().unwrap()], 0);
-    (dir.join("A-pinned.ledger"), dir.join("B-registered-only.ledger"))
+    (
+        dir.join("A-pinned.ledger"),
+        dir.join("B-registered-only.ledger"),
+    )
 }
 
 fn s(p: &Path) -> &str {

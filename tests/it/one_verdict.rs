@@ -73,11 +73,15 @@ fn peer_mirror_severity_and_bytes_agree_in_every_view() {
     let dir = tempfile::tempdir().unwrap();
     let demo = dir.path().join("demo");
     stdout_of(&["demo", "--keep", path(&demo)], 0);
-    let (a, b) = (demo.join("A-pinned.ledger"), demo.join("B-registered-only.ledger"));
+    let (a, b) = (
+        demo.join("A-pinned.ledger"),
+        demo.join("B-registered-only.ledger"),
+    );
     let diff = json_of(&["diff", "--json", path(&a), path(&b)], 0);
-    for (i, backing, ledger, expected) in
-        [(0, "pinned", &a, "critical"), (1, "registered-only", &b, "info")]
-    {
+    for (i, backing, ledger, expected) in [
+        (0, "pinned", &a, "critical"),
+        (1, "registered-only", &b, "info"),
+    ] {
         let tree = dir.path().join(backing);
         stdout_of(
             &[

@@ -43,15 +43,25 @@ fn backing_names_say_what_the_driver_does_and_the_old_names_still_work() {
     assert_eq!(truth("eager"), pinned);
     assert_eq!(truth("deferred"), registered);
     let mirrors = json_of(
-        &["--root", tmp.path().join("pinned").to_str().unwrap(), "--json"],
+        &[
+            "--root",
+            tmp.path().join("pinned").to_str().unwrap(),
+            "--json",
+        ],
         0,
     );
     let peer = findings_of(&mirrors, "peer_mirror");
     assert!(!peer.is_empty() && peer.iter().all(|f| f["backing"] == "pinned"));
     let help = stdout_of(&["simulate", "--help"], 0);
-    assert!(help.contains("- pinned:") && help.contains("- registered-only:"), "{help}");
+    assert!(
+        help.contains("- pinned:") && help.contains("- registered-only:"),
+        "{help}"
+    );
     assert!(help.contains("EnableDeferBacking=0"), "{help}");
-    assert!(!help.contains("eager") && !help.contains("deferred"), "{help}");
+    assert!(
+        !help.contains("eager") && !help.contains("deferred"),
+        "{help}"
+    );
 }
 
 #[test]
