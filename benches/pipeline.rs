@@ -62,7 +62,7 @@ fn simulated_clients(ranks: u32) -> (tempfile::TempDir, Root) {
     let dir = tempfile::tempdir().unwrap();
     let mut p = SimParams::new(Scenario::DdpPeerMirror);
     p.ranks = ranks;
-    p.backing = gpuledger::sim::Backing::Deferred;
+    p.backing = gpuledger::sim::Backing::RegisteredOnly;
     let sim = Simulation::new(p);
     let w = gpuledger::tree_writer::TreeWriter::new(dir.path()).unwrap();
     LiveWriter::new(w, "bench")

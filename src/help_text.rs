@@ -34,7 +34,7 @@ pub const SNAPSHOT: &str = concat!(
 pub const DEMO: &str = concat!(
     "Examples:\n",
     "  gpuledger demo\n",
-    "  gpuledger demo -o demo && gpuledger show demo/A-eager.ledger\n\n",
+    "  gpuledger demo -o demo && gpuledger show demo/A-pinned.ledger\n\n",
     exit_status!(),
 );
 
@@ -192,7 +192,9 @@ pub fn scenario(s: Scenario) -> &'static str {
     match s {
         Scenario::DdpPeerMirror => {
             "2 DDP ranks on 2 Intel GPUs (xe) whose 6 allocator segments are mirrored as GTT on \
-             the peer card; --backing eager pins them (the 26.22 regression)"
+             the peer card; --backing pinned (the default: EnableDeferBacking=1, the 26.22 \
+             regression) pins them, --backing registered-only (EnableDeferBacking=0, 26.05) \
+             does not"
         }
         Scenario::SingleGpu => "1 rank on 1 GPU, 4 segments, no peers: a healthy baseline",
         Scenario::Leak => "1 process whose host-class memory grows by 256 MiB steps to the end",

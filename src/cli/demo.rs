@@ -36,9 +36,10 @@ pub struct SimulateArgs {
     /// Ranks (one GPU each, 1 to 64); default from the scenario.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub ranks: Option<u32>,
-    /// Peer registrations pinned at once (eager, like compute-runtime 26.22) or bookkeeping only
-    /// (deferred, like 26.05).
-    #[arg(long, value_enum, default_value = "eager")]
+    /// What the runtime does with peer registrations: back them with pinned host pages
+    /// (compute-runtime 26.09+ on Battlemage, where EnableDeferBacking=1 is the default) or keep
+    /// them as bookkeeping (26.05, or NEOReadDebugKeys=1 EnableDeferBacking=0).
+    #[arg(long, value_enum, default_value = "pinned")]
     pub backing: BackingArg,
     /// Host RAM of the simulated machine.
     #[arg(long, default_value = "64GiB", value_name = "SIZE", value_parser = nonzero_bytes)]
@@ -63,13 +64,16 @@ pub struct SimulateArgs {
     pub at: Option<Duration>,
 }
 
-/// Backing modes.
+/// Backing modes ([`Backing`]). The hidden aliases are the names earlier releases used, which
+/// read the reverse of the driver's switch: `eager` was pinned, `deferred` registered-only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackingArg {
-    /// Pinned at registration.
-    Eager,
-    /// Bookkeeping only.
-    Deferred,
+    /// Pinned at registration (26.22-like; EnableDeferBacking=1).
+    #[value(alias = "eager")]
+    Pinned,
+    /// Registered only, not backed (26.05-like; EnableDeferBacking=0).
+    #[value(alias = "deferred")]
+    RegisteredOnly,
 }
 
 /// A checked `simulate`.
@@ -95,8 +99,8 @@ impl SimulateArgs {
             p.ranks = r;
         }
         p.backing = match self.backing {
-            BackingArg::Eager => Backing::Eager,
-            BackingArg::Deferred => Backing::Deferred,
+            BackingArg::Pinned => Backing::Pinned,
+            BackingArg::RegisteredOnly => Backing::RegisteredOnly,
         };
         p.host_mem = self.host_mem;
         if !self.segments.is_empty() {

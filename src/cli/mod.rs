@@ -202,7 +202,8 @@ pub enum ColorArg {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the seed scenario twice in the simulator (eager and deferred backing), record both,
+    /// Run the seed scenario twice in the simulator (peer registrations pinned, as with
+    /// EnableDeferBacking=1, and registered only, as with EnableDeferBacking=0), record both,
     /// and show the bad run's snapshot, its timeline findings and the diff. Needs no GPU.
     #[command(after_help = help_text::DEMO)]
     Demo(DemoArgs),

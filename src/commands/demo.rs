@@ -1,4 +1,9 @@
 //! `gpuledger demo`: the seed's regression, proven in the simulator in a few seconds.
+//!
+//! The runs are named for what the driver does with peer registrations: `A-pinned` (26.22-like,
+//! `EnableDeferBacking=1`) and `B-registered-only` (26.05-like, `EnableDeferBacking=0`). Earlier
+//! releases named them `A-eager` and `B-deferred`, the reverse of the driver's switch; a kept
+//! directory gets those names as symlinks to the new ones, so scripts that read them still work.
 
 use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
@@ -12,8 +17,14 @@ use gpuledger::sim::{run::record, Backing, LiveWriter, Scenario, SimParams, Simu
 use gpuledger::timeline::diff::diff;
 use gpuledger::timeline::RunSummary;
 use gpuledger::tree_writer::TreeWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// The two runs: file-name stem, the name earlier releases gave it, and its backing.
+const RUNS: [(&str, &str, Backing); 2] = [
+    ("A-pinned", "A-eager", Backing::Pinned),
+    ("B-registered-only", "B-deferred", Backing::RegisteredOnly),
+];
 
 /// Runs the demo, keeping its files in `keep` when given.
 pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
@@ -23,14 +34,13 @@ pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
     let mut out = String::from(
         "gpuledger demo: a 2-rank PyTorch DDP job on 2× Intel Arc Pro B70 (xe),\n\
 simulated twice:\n\
-  A = compute-runtime 26.22 behaviour (peer registrations pinned eagerly)\n\
-  B = 26.05 behaviour (same registrations, bookkeeping only)\n\n",
+  A = compute-runtime 26.22 behaviour: EnableDeferBacking=1 (the default on Battlemage\n\
+      since 26.09) backs every peer registration with pinned host pages\n\
+  B = 26.05 behaviour, or NEOReadDebugKeys=1 EnableDeferBacking=0: the same registrations,\n\
+      not backed (bookkeeping only)\n\n",
     );
     let mut files = Vec::new();
-    for (name, backing) in [
-        ("A-eager", Backing::Eager),
-        ("B-deferred", Backing::Deferred),
-    ] {
+    for (name, _, backing) in RUNS {
         let mut p = SimParams::new(Scenario::DdpPeerMirror);
         p.backing = backing;
         let sim = Simulation::new(p);
@@ -38,21 +48,12 @@ simulated twice:\n\
         let _ = std::fs::remove_file(&ledger_file);
         record(&sim, &dir.join(name), &ledger_file, 60, t)
             .with_context(|| format!("simulating {name}"))?;
-        if backing == Backing::Eager {
-            let snap_dir = dir.join(format!("{name}-snapshot"));
-            LiveWriter::new(TreeWriter::new(&snap_dir)?, "ddp-peer-mirror")?
-                .write(&sim.state_at(sim.busiest_t()))?;
-            let mut sampler = Sampler::new(
-                Root::open(&snap_dir)?,
-                Scope::All,
-                SamplerOptions::default(),
-            );
-            let seen = Observer::new(t.clone()).sample(&mut sampler)?;
-            out.push_str(&format!(
-                "=== Snapshot of run A at its plateau\n    gpuledger --root {}\n\n",
-                snap_dir.display()
-            ));
-            out.push_str(&table::render_snapshot(&seen.ledger, &seen.findings));
+        if backing == Backing::Pinned {
+            out.push_str(&plateau_snapshot(
+                &sim,
+                &dir.join(format!("{name}-snapshot")),
+                t,
+            )?);
         }
         files.push(ledger_file);
     }
@@ -70,12 +71,58 @@ simulated twice:\n\
     ));
     out.push_str(&render_diff(
         &diff(&a, &b),
-        "A-eager (26.22-like)",
-        "B-deferred (26.05-like)",
+        "A-pinned (26.22-like, EnableDeferBacking=1)",
+        "B-registered-only (26.05-like, EnableDeferBacking=0)",
     ));
-    if keep.is_none() {
-        out.push_str("\n(run `gpuledger demo -o DIR` to keep the trees and recordings)\n");
+    match keep {
+        Some(dir) => link_old_names(dir)?,
+        None => out.push_str("\n(run `gpuledger demo -o DIR` to keep the trees and recordings)\n"),
     }
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes run A's tree at its plateau into `snap_dir` and returns its snapshot table.
+fn plateau_snapshot(sim: &Simulation, snap_dir: &Path, t: &Thresholds) -> Result<String> {
+    LiveWriter::new(TreeWriter::new(snap_dir)?, "ddp-peer-mirror")?
+        .write(&sim.state_at(sim.busiest_t()))?;
+    let mut sampler = Sampler::new(Root::open(snap_dir)?, Scope::All, SamplerOptions::default());
+    let seen = Observer::new(t.clone()).sample(&mut sampler)?;
+    Ok(format!(
+        "=== Snapshot of run A at its plateau\n    gpuledger --root {}\n\n{}",
+        snap_dir.display(),
+        table::render_snapshot(&seen.ledger, &seen.findings)
+    ))
+}
+
+/// The kept files under their earlier names, as relative symlinks to the new ones: the tree,
+/// the recording and (run A) the plateau snapshot. What an earlier demo left under an old name
+/// (its own files: a recording, a tree) is replaced; removal does not follow symlinks.
+fn link_old_names(dir: &Path) -> Result<()> {
+    for (name, old, backing) in RUNS {
+        let mut pairs = vec![
+            (name.to_string(), old.to_string()),
+            (format!("{name}.ledger"), format!("{old}.ledger")),
+        ];
+        if backing == Backing::Pinned {
+            pairs.push((format!("{name}-snapshot"), format!("{old}-snapshot")));
+        }
+        for (new, old) in pairs {
+            let link: PathBuf = dir.join(&old);
+            replace_with_link(&link, Path::new(&new))
+                .with_context(|| format!("cannot link {} to {new}", link.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// `link` becomes a symlink to `target` (relative to the link's directory).
+fn replace_with_link(link: &Path, target: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(link) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(link)?,
+        Ok(_) => std::fs::remove_file(link)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::os::unix::fs::symlink(target, link)
 }

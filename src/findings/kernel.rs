@@ -175,9 +175,10 @@ fn oom(o: &OomKill, at: &str) -> Finding {
         Kind::KernelOomKill,
         Severity::Critical,
         format!(
-            "the OOM killer killed {} (pid {}) {at} because {scope} ran out of memory; it held anon-rss {}, file-rss {}, shmem-rss {}; see --explain kernel_oom_kill",
+            "the OOM killer killed {} (pid {}) {at} because {scope} ran out of memory; it held {} (anon-rss {}, file-rss {}, shmem-rss {}); see --explain kernel_oom_kill",
             o.comm,
             o.pid,
+            human_bytes(kib * 1024),
             human_bytes(o.anon_kib * 1024),
             human_bytes(o.file_kib * 1024),
             human_bytes(o.shmem_kib * 1024),
@@ -219,8 +220,9 @@ fn gpu_error(group: &[GpuError], when: &dyn Fn(u64) -> String) -> Finding {
             Severity::Warning
         },
         format!(
-            "{what} on {on}, {}; last line: {}; see --explain kernel_gpu_error",
+            "{what} on {on}, {}; last line{}: {}; see --explain kernel_gpu_error",
             times(group.len(), &when(first.usec), &when(last.usec)),
+            last.pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
             last.message,
         ),
     );

@@ -61,6 +61,18 @@ impl Backing {
             Backing::NotPinned => Severity::Info,
         }
     }
+
+    /// The severity of an own-card mirror of this backing: at most a warning. Its bytes sit on
+    /// the card's own fd, where a runtime's ordinary host buffers are accounted too, so the size
+    /// match in a multi-device context (the residency mirror of intel/llvm#22873) cannot be told
+    /// from a host copy the program made. Pinned, it holds real RAM and is likely to hurt; when
+    /// that RAM runs short, `host_pressure` is the finding that says so.
+    pub fn own_card_severity(self) -> Severity {
+        match self {
+            Backing::Pinned => Severity::Warning,
+            Backing::Unknown | Backing::NotPinned => Severity::Info,
+        }
+    }
 }
 
 /// The kinds of finding: those of a snapshot (`analyze`, `kernel::find`, the known-issues base)
@@ -71,6 +83,9 @@ impl Backing {
 pub enum Kind {
     /// Host-class memory on a peer device ≈ the process's VRAM working set.
     PeerMirror,
+    /// Host-class memory on a card's own fd ≈ the process's VRAM there, in a context spanning
+    /// several cards (the owning-card shape): no peer holds it, so it is not a peer mirror.
+    OwnCardMirror,
     /// The GPU driver holds a large amount of host RAM.
     DriverHeldHost,
     /// Little host memory is available while GPU clients hold host memory.
@@ -104,8 +119,9 @@ pub enum Kind {
 impl Kind {
     /// Every kind this build knows (not [`Kind::Unknown`]): the snapshot kinds, then the
     /// timeline kinds, as `--explain` lists them.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::PeerMirror,
+        Kind::OwnCardMirror,
         Kind::DriverHeldHost,
         Kind::HostPressure,
         Kind::EvictedToHost,
@@ -124,6 +140,7 @@ impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::PeerMirror => "peer_mirror",
+            Kind::OwnCardMirror => "own_card_mirror",
             Kind::DriverHeldHost => "driver_held_host",
             Kind::HostPressure => "host_pressure",
             Kind::EvictedToHost => "evicted_to_host",
@@ -141,7 +158,7 @@ impl Kind {
     }
 
     /// The names `--explain` accepts: every known kind's [`Kind::as_str`].
-    pub fn names() -> [&'static str; 13] {
+    pub fn names() -> [&'static str; 14] {
         Kind::ALL.map(Kind::as_str)
     }
 
@@ -154,6 +171,7 @@ impl Kind {
     pub fn explain(self) -> &'static str {
         match self {
             Kind::PeerMirror => include_str!("explain/peer_mirror.txt"),
+            Kind::OwnCardMirror => include_str!("explain/own_card_mirror.txt"),
             Kind::DriverHeldHost => include_str!("explain/driver_held_host.txt"),
             Kind::HostPressure => include_str!("explain/host_pressure.txt"),
             Kind::EvictedToHost => include_str!("explain/evicted_to_host.txt"),
@@ -189,15 +207,16 @@ pub struct Finding {
     pub pid: Option<u32>,
     /// Its rank.
     pub rank: Option<u32>,
-    /// Its home device (or the device concerned).
+    /// The device concerned (peer_mirror, own_card_mirror: the one whose memory is mirrored).
     pub device: Option<String>,
-    /// The peer device (peer_mirror).
+    /// The peer device, the one holding the mirror (peer_mirror).
     pub peer: Option<String>,
     /// The bytes that triggered it.
     pub bytes: u64,
-    /// bytes / reference (peer_mirror: / home VRAM; driver_held_host: share explained per fd).
+    /// bytes / reference (peer_mirror: / the VRAM it mirrors; own_card_mirror: / the card's own
+    /// VRAM; driver_held_host: share explained per fd).
     pub ratio: Option<f64>,
-    /// peer_mirror backing.
+    /// peer_mirror and own_card_mirror backing.
     pub backing: Option<Backing>,
     /// The host counter used as evidence.
     pub source: Option<String>,
@@ -240,7 +259,7 @@ impl Subject for Finding {
 /// Every finding for a ledger, most severe first.
 pub fn analyze(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     let mut out = peer_mirror::find(ledger, t);
-    let mirrored = !out.is_empty();
+    let mirrored = out.iter().any(|f| f.kind == Kind::PeerMirror);
     out.extend(host::driver_held(ledger, t, mirrored));
     out.extend(host::pressure(ledger, t));
     out.extend(evicted::find(ledger));

@@ -15,10 +15,11 @@
 //! any number of devices never make a mirror. Pinned host buffers that belong to no card (CUDA's
 //! `cudaHostAlloc`, read from smaps as `pinned-shmem`) are no device's host-class bytes here.
 //!
-//! A separate rule, the owning-card shape (ggml-org/llama.cpp#22116): when P's context spans
-//! several discrete devices, a device whose host-class bytes match P's *own* device-local bytes
-//! there (within the same margins, and at least `peer.own_min_bytes`) is the same pattern seen
-//! on the owning card's fd.
+//! A separate rule and kind, `own_card_mirror`, the owning-card shape (ggml-org/llama.cpp#22116):
+//! when P's context spans several discrete devices, a device whose host-class bytes match P's
+//! *own* device-local bytes there (within the same margins, and at least `peer.own_min_bytes`).
+//! It is not a peer mirror: nothing is held on another card's fd, and a host copy the program
+//! made looks the same; its severity is [`Backing::own_card_severity`].
 //!
 //! Backing: the share of all mirrored bytes on the machine that driver-held host memory covers
 //! *beyond* the ordinary (non-mirror) host-class bytes every GPU client holds, which are pinned
@@ -202,35 +203,85 @@ fn verdict(backing: Backing, evidence: Option<&DriverHeld>, covered: u64, mirror
     }
 }
 
-/// `rank 0 (pid 4001, home 0000:03:00.0)`: the home is the ledger's, as the table marks it.
-fn who(row: &ProcessRow) -> String {
-    let home = row.home_device.as_deref().unwrap_or("none");
+/// `rank 0 (pid 4001, home 0000:03:00.0)` or `pid 7100 (python3)`: the home (the ledger's, as
+/// the table marks it) only when it is `source`, the device whose memory the finding is about, so
+/// the text never names one card in two roles or a card the finding does not carry.
+fn who(row: &ProcessRow, source: &str) -> String {
+    let home = match row.home_device.as_deref() {
+        Some(h) if h == source => format!(", home {h}"),
+        _ => String::new(),
+    };
     match row.rank {
-        Some(r) => format!("rank {r} (pid {}, home {home})", row.pid),
-        None => format!("pid {} ({}, home {home})", row.pid, row.comm),
+        Some(r) => format!("rank {r} (pid {}{home})", row.pid),
+        None => format!("pid {} ({}{home})", row.pid, row.comm),
     }
 }
 
-/// What is mirrored where, in words.
+/// What is mirrored where, in words: the device holding the host-class bytes (the finding's
+/// `peer`) and the device whose memory they mirror (its `device`).
 fn what(c: &Candidate) -> String {
     let pct = c.bytes as f64 / c.local as f64 * 100.0;
     let bytes = human_bytes(c.bytes);
+    let (mirror, source) = (c.mirror, c.source);
     match c.shape {
         Shape::Peer { sources: 1 } => format!(
-            "holds {bytes} of host-class memory on peer {} = {pct:.0} % of its VRAM on {}",
-            c.mirror, c.source
+            "holds {bytes} of host-class memory on peer {mirror} = {pct:.0} % of its VRAM on {source}"
         ),
         Shape::Peer { sources } => format!(
-            "holds {bytes} of host-class memory on peer {} = {pct:.0} % of its VRAM on its {sources} other devices",
-            c.mirror
+            "holds {bytes} of host-class memory on peer {mirror} = {pct:.0} % of its VRAM on its {sources} other devices ({source} and {} more)",
+            sources - 1
         ),
         Shape::OwningCard { spans } => format!(
-            "holds {bytes} of host-class memory on its own card {} = {pct:.0} % of its VRAM there, in a context over {spans} devices",
-            c.mirror
+            "holds {bytes} of host-class memory on its own card {mirror} = {pct:.0} % of its VRAM there, in a context over {spans} devices"
         ),
     }
 }
 
+/// The finding a candidate makes, with the machine's backing and its verdict in words.
+fn finding(
+    c: &Candidate,
+    backing: Backing,
+    verdict: &str,
+    evidence: Option<&DriverHeld>,
+) -> Finding {
+    let (kind, severity, name, peer) = match c.shape {
+        Shape::Peer { .. } => (
+            Kind::PeerMirror,
+            backing.severity(),
+            "this is the peer-mirror pattern",
+            Some(c.mirror.to_string()),
+        ),
+        Shape::OwningCard { .. } => (
+            Kind::OwnCardMirror,
+            backing.own_card_severity(),
+            "the owning-card shape, not a peer mirror",
+            None,
+        ),
+    };
+    let who = match c.shape {
+        Shape::Peer { .. } => who(c.row, c.source),
+        Shape::OwningCard { .. } => who(c.row, ""),
+    };
+    let message = format!(
+        "{who} {}; {verdict}: {name}; see --explain {}",
+        what(c),
+        kind.as_str()
+    );
+    Finding {
+        pid: Some(c.row.pid),
+        rank: c.row.rank,
+        device: Some(c.source.to_string()),
+        peer,
+        bytes: c.bytes,
+        ratio: Some(c.bytes as f64 / c.local as f64),
+        backing: Some(backing),
+        source: evidence.map(|e| e.counter.as_str().to_string()),
+        ..Finding::new(kind, severity, message)
+    }
+}
+
+/// The peer_mirror findings and the own_card_mirror findings of a ledger, one per mirroring
+/// device; the backing is one verdict over all their bytes.
 pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     let cands: Vec<Candidate> = ledger
         .processes
@@ -245,25 +296,8 @@ pub(super) fn find(ledger: &Ledger, t: &Thresholds) -> Vec<Finding> {
     let backing = backing_of(covered, mirrored, t);
     let verdict = verdict(backing, evidence.as_ref(), covered.unwrap_or(0), mirrored);
     cands
-        .into_iter()
-        .map(|c| {
-            let message = format!(
-                "{} {}; {verdict}: this is the peer-mirror pattern; see --explain peer_mirror",
-                who(c.row),
-                what(&c)
-            );
-            Finding {
-                pid: Some(c.row.pid),
-                rank: c.row.rank,
-                device: Some(c.source.to_string()),
-                peer: Some(c.mirror.to_string()),
-                bytes: c.bytes,
-                ratio: Some(c.bytes as f64 / c.local as f64),
-                backing: Some(backing),
-                source: evidence.map(|e| e.counter.as_str().to_string()),
-                ..Finding::new(Kind::PeerMirror, backing.severity(), message)
-            }
-        })
+        .iter()
+        .map(|c| finding(c, backing, &verdict, evidence.as_ref()))
         .collect()
 }
 
@@ -313,6 +347,62 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].backing, Some(Backing::NotPinned));
         assert_eq!(found[0].severity, Severity::Info);
+    }
+
+    #[test]
+    fn gtt_matching_the_own_vram_in_a_two_card_context_is_an_own_card_mirror() {
+        let p = process(
+            10,
+            None,
+            &[
+                (A, MemClass::Device, 8 * GIB),
+                (A, MemClass::Host, 8 * GIB),
+                (B, MemClass::Device, 200 << 20),
+            ],
+        );
+        let c = client(10, A, "xe", &[("gtt", 8 * GIB)]);
+        let l = ledger(&[A, B], vec![p], vec![c], host(8 * GIB, 32 * GIB));
+        let found = find(&l, &Thresholds::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        let f = &found[0];
+        assert_eq!(
+            (f.kind, f.device.as_deref(), f.peer.as_deref(), f.bytes),
+            (Kind::OwnCardMirror, Some(A), None, 8 * GIB)
+        );
+        assert_eq!(f.backing, Some(Backing::Pinned));
+        assert_eq!(
+            f.severity,
+            Severity::Warning,
+            "never critical: {}",
+            f.message
+        );
+        assert!(!f.message.contains(B), "{}", f.message);
+    }
+
+    #[test]
+    fn a_process_over_two_cards_is_named_by_the_mirrored_card_and_the_holding_card() {
+        // Its home (most VRAM) is B, whose fd holds the mirror of A's allocations.
+        let p = process(
+            10,
+            None,
+            &[
+                (A, MemClass::Device, 4 * GIB),
+                (B, MemClass::Device, 5 * GIB),
+                (B, MemClass::Host, 4 * GIB),
+            ],
+        );
+        let c = client(10, B, "xe", &[("gtt", 4 * GIB)]);
+        let l = ledger(&[A, B], vec![p], vec![c], host(4 * GIB, 32 * GIB));
+        let found = find(&l, &Thresholds::default());
+        let f = found.iter().find(|f| f.peer.as_deref() == Some(B)).unwrap();
+        assert_eq!(f.device.as_deref(), Some(A));
+        assert!(
+            f.message
+                .contains(&format!("on peer {B} = 100 % of its VRAM on {A}")),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("home"), "{}", f.message);
     }
 
     #[test]

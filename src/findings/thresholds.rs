@@ -16,7 +16,7 @@ pub struct Thresholds {
     /// peer_mirror: device-local bytes on a device up to which they are a context (every runtime
     /// creates one of 0.1–0.5 GiB on each device it sees), not an allocation that is mirrored.
     pub peer_context_floor: u64,
-    /// peer_mirror on the owning device's own fd: least host-class bytes (a runtime's ordinary
+    /// own_card_mirror (on the owning device's own fd): least host-class bytes (a runtime's ordinary
     /// staging and command buffers are hundreds of MiB and can match a small early working set).
     pub peer_own_min_bytes: u64,
     /// Host evidence share of mirrored bytes at or above which backing is `pinned`.

@@ -101,7 +101,7 @@ fn ddp(p: &SimParams, r: u32, seen: &[u32], made: u64) -> ProcMem {
         .filter(|_| registered > 0)
         .map(|&d| (r, d, registered))
         .collect();
-    let mirrored = if p.backing == Backing::Eager {
+    let mirrored = if p.backing == Backing::Pinned {
         registered * peers.len() as u64
     } else {
         0
@@ -134,12 +134,12 @@ fn one_process(p: &SimParams, seen: &[u32], made: u64) -> ProcMem {
             }
         }
     }
-    let eager = p.backing == Backing::Eager;
+    let pinned = p.backing == Backing::Pinned;
     ProcMem {
         home: 0,
         fds,
         pinned: BASE_PINNED
-            + if eager {
+            + if pinned {
                 mirrored_per_card * (others + 1)
             } else {
                 0

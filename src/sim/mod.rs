@@ -9,9 +9,11 @@
 //! creates large device segments (default: six of the seed's 3,174,400 KiB step, a ~18.2 GiB
 //! working set, the seed's "~18.5 GiB") at regular times; each segment is added to `drm-resident-vram0` on the home fd
 //! *and* registered as `drm-resident-gtt` on the rank's fd to every peer.
-//! - `eager` (compute-runtime 26.22): every registration is backed by pinned host pages, so
-//!   GPUActive rises and MemFree / MemAvailable fall by the segment size per peer.
-//! - `deferred` (26.05): the registrations stay bookkeeping; GPUActive stays at the seed's 0.67 GiB.
+//! - `pinned` (compute-runtime 26.09+ on Battlemage, where `EnableDeferBacking=1` is the default;
+//!   26.22 measured): every registration is backed by pinned host pages, so GPUActive rises and
+//!   MemFree / MemAvailable fall by the segment size per peer.
+//! - `registered-only` (26.05, or `EnableDeferBacking=0`): the registrations stay bookkeeping;
+//!   GPUActive stays at the seed's 0.67 GiB.
 //!
 //! Host RAM is finite (`--host-mem`, default 64 GiB, of which 30 % is other use): when pinned
 //! memory would pass what is left, the job dies at that moment, as the seed's did without an OOM
@@ -20,7 +22,7 @@
 //! order-0 page-allocation failure, and `gpuledger-sim/job.json` holds the end: time, exit
 //! status 1, and the output tail with the runtime's `UR_RESULT_ERROR_OUT_OF_RESOURCES`. Otherwise the job ends at 90 % of the run and its memory is released.
 //! The simulator also reads its own environment the way the runtime would: `NEOReadDebugKeys=1
-//! EnableDeferBacking=0` makes backing deferred, a one-device `ZE_AFFINITY_MASK`,
+//! EnableDeferBacking=0` makes the backing `registered-only`, a one-device `ZE_AFFINITY_MASK`,
 //! `ROCR_VISIBLE_DEVICES` or `CUDA_VISIBLE_DEVICES` confines every rank to its own card.
 //!
 //! Visibility (`--visible`, [`Visibility`]): every card (no mask), each rank its own card, or

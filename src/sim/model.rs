@@ -208,7 +208,7 @@ impl Simulation {
 
     /// The mirror relations of one process, as the ground truth names them.
     fn mirrors(&self, proc: &SimProcess, r: u32, m: &ProcMem) -> Vec<Mirror> {
-        let pinned = self.params.backing == Backing::Eager;
+        let pinned = self.params.backing == Backing::Pinned;
         let rank = (!self.params.scenario.one_process()).then_some(r);
         m.mirrors
             .iter()
@@ -429,7 +429,7 @@ mod tests {
     }
 
     #[test]
-    fn eager_pins_every_peer_registration() {
+    fn pinned_backing_pins_every_peer_registration() {
         let sim = Simulation::new(SimParams::new(Scenario::DdpPeerMirror));
         let plateau = sim.state_at(45.0);
         assert!(plateau.job_running && !plateau.died);
@@ -443,14 +443,14 @@ mod tests {
     }
 
     #[test]
-    fn deferred_keeps_registrations_as_bookkeeping() {
+    fn enable_defer_backing_0_keeps_registrations_as_bookkeeping() {
         let mut p = SimParams::new(Scenario::DdpPeerMirror);
         p.apply_env(|k| match k {
             "NEOReadDebugKeys" => Some("1".into()),
             "EnableDeferBacking" => Some("0".into()),
             _ => None,
         });
-        assert_eq!(p.backing, Backing::Deferred);
+        assert_eq!(p.backing, Backing::RegisteredOnly);
         let s = Simulation::new(p).state_at(45.0);
         assert_eq!(gpu_active(&s), 2 * 351_272 * 1024, "the seed's 0.67 GiB");
     }
@@ -525,8 +525,8 @@ mod tests {
         let mut p = SimParams::new(Scenario::DdpPeerMirror);
         p.ranks = 4;
         p.visibility = Visibility::Pairs;
-        // Eager, four ranks' 18.2 GiB each would run 64 GiB of host RAM out.
-        p.backing = Backing::Deferred;
+        // Pinned, four ranks' 18.2 GiB each would run 64 GiB of host RAM out.
+        p.backing = Backing::RegisteredOnly;
         let s = Simulation::new(p).state_at(45.0);
         let rank3 = s
             .processes

@@ -82,13 +82,31 @@ impl Scenario {
     }
 }
 
-/// Whether peer registrations are backed by pinned host pages.
+/// What the runtime does with a peer registration: back it with pinned host pages or keep it as
+/// bookkeeping. The switch is compute-runtime's `EnableDeferBacking` debug key: "Enable defer
+/// backing for bmg" (NEO-13403, first in 26.09.37435) turned it on by default for Battlemage,
+/// and with it on every peer registration's host-RAM mirror is pinned (intel/compute-runtime#953).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backing {
-    /// Pinned at registration (compute-runtime 26.22).
-    Eager,
-    /// Bookkeeping only (26.05).
-    Deferred,
+    /// Every peer registration backed by pinned host pages at once: compute-runtime 26.09+ on
+    /// Battlemage (`EnableDeferBacking=1`, the default; 26.22 measured 25.9 GiB pinned).
+    Pinned,
+    /// Registrations kept as bookkeeping, not backed: compute-runtime 26.05, or 26.09+ with
+    /// `NEOReadDebugKeys=1 EnableDeferBacking=0` (0.67 GiB pinned in the seed).
+    RegisteredOnly,
+}
+
+impl Backing {
+    /// Every backing.
+    pub const ALL: [Backing; 2] = [Backing::Pinned, Backing::RegisteredOnly];
+
+    /// Command-line name (`simulate --backing`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backing::Pinned => "pinned",
+            Backing::RegisteredOnly => "registered-only",
+        }
+    }
 }
 
 /// Parameters of a run.
@@ -131,7 +149,7 @@ impl SimParams {
         SimParams {
             scenario,
             ranks,
-            backing: Backing::Eager,
+            backing: Backing::Pinned,
             host_mem: 64 * GIB,
             segments,
             duration_s: 60.0,
@@ -142,7 +160,7 @@ impl SimParams {
     }
 
     /// Applies the runtime variables the simulated job would obey: `NEOReadDebugKeys=1` with
-    /// `EnableDeferBacking=0` → deferred backing; a one-device mask (`ZE_AFFINITY_MASK`,
+    /// `EnableDeferBacking=0` → registrations not backed ([`Backing::RegisteredOnly`]); a one-device mask (`ZE_AFFINITY_MASK`,
     /// `ROCR_VISIBLE_DEVICES`, `CUDA_VISIBLE_DEVICES`) → each rank sees its own card only.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
         let debug = get("NEOReadDebugKeys").as_deref() == Some("1");
@@ -156,7 +174,7 @@ impl SimParams {
             }
         }
         if debug && get("EnableDeferBacking").as_deref() == Some("0") {
-            self.backing = Backing::Deferred;
+            self.backing = Backing::RegisteredOnly;
         }
         let one_card = |m: String| !m.contains(',') && !m.is_empty();
         if masks.into_iter().any(|v| get(v).is_some_and(one_card)) {

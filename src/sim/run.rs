@@ -50,16 +50,15 @@ pub fn record(
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let meta = RecordingMeta {
         command: vec![format!(
-            "simulate {} --ranks {} --backing {:?}{}",
+            "simulate {} --ranks {} --backing {}{}",
             p.scenario.name(),
             p.ranks,
-            p.backing,
+            p.backing.name(),
             match p.visibility {
                 Visibility::All => String::new(),
                 v => format!(" --visible {}", v.name()),
             }
-        )
-        .to_lowercase()],
+        )],
         root: dir.display().to_string(),
         interval_ms: (p.duration_s * 1000.0 / f64::from(samples)) as u64,
         started_ms: start_ms,

@@ -355,12 +355,12 @@ mod tests {
     fn bookkeeping_only_needs_not_pinned_registrations_in_b() {
         let sim = "simulate ddp-peer-mirror --ranks 2 --backing";
         let a = run(
-            &format!("{sim} eager"),
+            &format!("{sim} pinned"),
             2,
             &[Backing::Pinned, Backing::Pinned],
         );
         let b = run(
-            &format!("{sim} deferred"),
+            &format!("{sim} registered-only"),
             2,
             &[Backing::NotPinned, Backing::NotPinned],
         );
@@ -423,7 +423,7 @@ mod tests {
         for b in [
             run("python3 eval.py", 2, &[Backing::NotPinned]),
             run("python3 train.py", 4, &[Backing::NotPinned]),
-            run("simulate other-scenario --ranks 2 --backing eager", 2, &[]),
+            run("simulate other-scenario --ranks 2 --backing pinned", 2, &[]),
         ] {
             let d = diff(&a, &b);
             let w = d.warning.clone().unwrap();

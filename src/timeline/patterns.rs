@@ -113,12 +113,12 @@ fn known_issue(rec: &Recording, f: &RecordedFinding) -> TimelineFinding {
 
 /// A recorded finding over its span, with the severity of its peak (what a snapshot of that
 /// moment says); a worse severity seen earlier or later is named as such, never taken as the
-/// finding's. A peer_mirror names its backing.
+/// finding's. A peer_mirror or own_card_mirror names its backing.
 fn recorded(rec: &Recording, r: &RecordedFinding) -> TimelineFinding {
     let f = &r.peak;
     let backing = match (f.kind, f.backing) {
-        (Kind::PeerMirror, Some(b)) => format!(" (backing {}", name_of(b)),
-        (Kind::PeerMirror, None) => " (backing not known".to_string(),
+        (Kind::PeerMirror | Kind::OwnCardMirror, Some(b)) => format!(" (backing {}", name_of(b)),
+        (Kind::PeerMirror | Kind::OwnCardMirror, None) => " (backing not known".to_string(),
         _ => String::new(),
     };
     let worst = if r.worst_severity > f.severity {

@@ -297,6 +297,7 @@ fn the_cause_of_an_error_prints_once() {
 fn explain_knows_every_kind_and_lists_them_for_an_unknown_one() {
     for kind in [
         "peer_mirror",
+        "own_card_mirror",
         "driver_held_host",
         "host_pressure",
         "evicted_to_host",

@@ -8,8 +8,8 @@ use common::*;
 use std::path::Path;
 use std::process::Output;
 
-/// A simulated machine: `ranks` B70s, `backing` eager (pinned mirrors) or deferred, with
-/// intel-opencl-icd `version` installed, 8 s into the run: four eager ranks exhaust the 64 GiB
+/// A simulated machine: `ranks` B70s, `backing` pinned (pinned mirrors) or registered-only, with
+/// intel-opencl-icd `version` installed, 8 s into the run: four pinned ranks exhaust the 64 GiB
 /// host later and a dead job leaves no process to carry the finding.
 fn machine(dir: &Path, ranks: u32, backing: &str, version: &str) -> String {
     let out = dir.join(format!("sim-{ranks}-{backing}-{version}"));
@@ -89,17 +89,17 @@ fn runtime_26_22_against_26_05_on_two_and_four_gpus() {
     let dir = tempfile::tempdir().unwrap();
     // (ranks, backing, version, cr-953 severity, cr-952 severity)
     let cases = [
-        (2, "eager", "26.22.38646.4", Some("critical"), None),
-        (2, "deferred", "26.22.38646.4", Some("warning"), None),
-        (2, "eager", "26.05.37020.3", None, None),
+        (2, "pinned", "26.22.38646.4", Some("critical"), None),
+        (2, "registered-only", "26.22.38646.4", Some("warning"), None),
+        (2, "pinned", "26.05.37020.3", None, None),
         (
             4,
-            "eager",
+            "pinned",
             "26.22.38646.4",
             Some("critical"),
             Some("critical"),
         ),
-        (4, "eager", "26.05.37020.3", None, None),
+        (4, "pinned", "26.05.37020.3", None, None),
     ];
     for (ranks, backing, version, s953, s952) in cases {
         let tree = machine(dir.path(), ranks, backing, version);
@@ -143,13 +143,13 @@ fn runtime_26_22_against_26_05_on_two_and_four_gpus() {
 #[test]
 fn fail_on_follows_the_worst_match() {
     let dir = tempfile::tempdir().unwrap();
-    let eager = machine(dir.path(), 2, "eager", "26.22.38646.4");
-    let deferred = machine(dir.path(), 2, "deferred", "26.22.38646.4");
-    let old = machine(dir.path(), 2, "deferred", "26.05.37020.3");
+    let pinned = machine(dir.path(), 2, "pinned", "26.22.38646.4");
+    let registered = machine(dir.path(), 2, "registered-only", "26.22.38646.4");
+    let old = machine(dir.path(), 2, "registered-only", "26.05.37020.3");
     for (tree, level, code) in [
-        (&eager, "critical", 3),
-        (&deferred, "critical", 0),
-        (&deferred, "warning", 3),
+        (&pinned, "critical", 3),
+        (&registered, "critical", 0),
+        (&registered, "warning", 3),
         (&old, "warning", 3), // reports of the SYCL-context mirror reach back to 26.05
     ] {
         let out = doctor(tree, &["--fail-on", level], &[]);
@@ -165,7 +165,7 @@ fn fail_on_follows_the_worst_match() {
 #[test]
 fn the_jobs_masks_and_workaround_decide() {
     let dir = tempfile::tempdir().unwrap();
-    let tree = machine(dir.path(), 4, "eager", "26.22.38646.4");
+    let tree = machine(dir.path(), 4, "pinned", "26.22.38646.4");
     let job = ["--json", "--", "torchrun", "--nproc-per-node=4", "train.py"];
     let r = json(&doctor(
         &tree,
@@ -207,7 +207,7 @@ fn the_jobs_masks_and_workaround_decide() {
 #[test]
 fn host_ram_outlook_at_the_jobs_rank_count() {
     let dir = tempfile::tempdir().unwrap();
-    let tree = machine(dir.path(), 4, "deferred", "26.22.38646.4");
+    let tree = machine(dir.path(), 4, "registered-only", "26.22.38646.4");
     let gib = 1u64 << 30;
     let args = [
         "--json",
@@ -245,7 +245,7 @@ fn host_ram_outlook_at_the_jobs_rank_count() {
 #[test]
 fn root_ports_from_sysfs_links() {
     let dir = tempfile::tempdir().unwrap();
-    let tree = machine(dir.path(), 2, "deferred", "26.22.38646.4");
+    let tree = machine(dir.path(), 2, "registered-only", "26.22.38646.4");
     let base = Path::new(&tree);
     let r = json(&doctor(&tree, &["--json"], &[]));
     assert!(r["devices"][0]["root_port"].is_null());

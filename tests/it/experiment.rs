@@ -123,7 +123,7 @@ fn project_matches_hand_computed_cases() {
             "--ranks",
             "2",
             "--from",
-            tmp.path().join("A-eager.ledger").to_str().unwrap(),
+            tmp.path().join("A-pinned.ledger").to_str().unwrap(),
             "--host-mem",
             "64GiB",
         ],

@@ -5,10 +5,13 @@ use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// The demo's two recordings (A: eager pinning, B: deferred) in `dir`.
+/// The demo's two recordings (A: peer registrations pinned, B: registered only) in `dir`.
 fn demo(dir: &Path) -> (PathBuf, PathBuf) {
     stdout_of(&["demo", "-o", dir.to_str().unwrap()], 0);
-    (dir.join("A-eager.ledger"), dir.join("B-deferred.ledger"))
+    (
+        dir.join("A-pinned.ledger"),
+        dir.join("B-registered-only.ledger"),
+    )
 }
 
 fn s(p: &Path) -> &str {
@@ -92,7 +95,7 @@ fn show_diff_and_doctor_print_csv_rows() {
         .filter(|r| r[4] == "no")
         .map(|r| r[6].parse::<u64>().unwrap())
         .sum();
-    assert!(peer_host > 16 << 30, "the eager run's mirrors: {show:?}");
+    assert!(peer_host > 16 << 30, "the pinned run's mirrors: {show:?}");
     let job = csv_rows(&["show", "--format", "csv", s(&a), s(&b)]);
     assert_eq!(job.len() - 1, 8, "both recordings' rows: {job:?}");
 
@@ -155,6 +158,27 @@ fn the_old_output_spellings_still_work() {
     let tree = tmp.path().join("tree");
     stdout_of(&["simulate", "single-gpu", "--out", s(&tree)], 0);
     assert!(tree.join("proc").is_dir());
-    stdout_of(&["demo", "--keep", s(&tmp.path().join("kept"))], 0);
-    assert!(tmp.path().join("kept/A-eager.ledger").is_file());
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir_all(kept.join("A-eager")).unwrap();
+    std::fs::write(kept.join("A-eager.ledger"), "an earlier demo's recording").unwrap();
+    stdout_of(&["demo", "--keep", s(&kept)], 0);
+    assert!(kept.join("A-pinned.ledger").is_file());
+    // The names earlier demos wrote stay, as links to the renamed files.
+    for (old, new) in [
+        ("A-eager", "A-pinned"),
+        ("A-eager.ledger", "A-pinned.ledger"),
+        ("A-eager-snapshot", "A-pinned-snapshot"),
+        ("B-deferred", "B-registered-only"),
+        ("B-deferred.ledger", "B-registered-only.ledger"),
+    ] {
+        assert_eq!(
+            std::fs::read_link(kept.join(old)).unwrap(),
+            Path::new(new),
+            "{old}"
+        );
+    }
+    let old = stdout_of(&["show", s(&kept.join("A-eager.ledger"))], 0);
+    let new = stdout_of(&["show", s(&kept.join("A-pinned.ledger"))], 0);
+    assert_eq!(old.replace("A-eager.ledger", "A-pinned.ledger"), new);
+    assert!(old.contains("CRITICAL  peer_mirror"), "{old}");
 }

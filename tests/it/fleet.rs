@@ -147,11 +147,11 @@ fn peer_mirror_alert_fires_for_the_node_with_the_pattern_only() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let a = serve_root(
-        &node_tree(tmp.path(), "a", "eager"),
+        &node_tree(tmp.path(), "a", "pinned"),
         &["--interval", "250ms"],
     );
     let b = serve_root(
-        &node_tree(tmp.path(), "b", "deferred"),
+        &node_tree(tmp.path(), "b", "registered-only"),
         &["--interval", "250ms"],
     );
     let pinned = pinned_mirror_bytes(&metrics(&a));

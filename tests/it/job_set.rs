@@ -39,8 +39,8 @@ fn node_labelled(dir: &Path, work: &Path, name: &str, backing: &str, labels: &[&
 fn show_merges_nodes_and_names_the_worst() {
     let tmp = tempfile::tempdir().unwrap();
     let job = tmp.path().join("job-42");
-    node(&job, tmp.path(), "node-a", "deferred");
-    node(&job, tmp.path(), "node-b", "eager");
+    node(&job, tmp.path(), "node-a", "registered-only");
+    node(&job, tmp.path(), "node-b", "pinned");
     let j = job.to_str().unwrap();
     let text = stdout_of(&["show", j], 0);
     assert!(
@@ -80,8 +80,8 @@ fn diff_compares_two_sets_and_a_dir_without_recordings_is_an_error() {
     let bad = tmp.path().join("bad");
     let good = tmp.path().join("good");
     for n in ["n1", "n2"] {
-        node(&bad, tmp.path(), n, "eager");
-        node(&good, tmp.path(), n, "deferred");
+        node(&bad, tmp.path(), n, "pinned");
+        node(&good, tmp.path(), n, "registered-only");
     }
     let (b, g) = (bad.to_str().unwrap(), good.to_str().unwrap());
     let doc: serde_json::Value =
@@ -111,9 +111,9 @@ fn nodes_are_named_by_their_label_and_different_jobs_are_flagged() {
     let tmp = tempfile::tempdir().unwrap();
     let job = tmp.path().join("mixed");
     let labels = ["node=gpu-07", "slurm_job=41"];
-    node_labelled(&job, tmp.path(), "x", "eager", &labels);
+    node_labelled(&job, tmp.path(), "x", "pinned", &labels);
     let labels = ["node=gpu-08", "slurm_job=42"];
-    node_labelled(&job, tmp.path(), "y", "deferred", &labels);
+    node_labelled(&job, tmp.path(), "y", "registered-only", &labels);
     let text = stdout_of(&["show", job.to_str().unwrap()], 0);
     assert!(
         text.contains("\n\nJob of 2 recordings (nodes gpu-07, gpu-08)"),
@@ -136,8 +136,8 @@ fn nodes_are_named_by_their_label_and_different_jobs_are_flagged() {
 fn plot_and_report_draw_the_worst_node_and_list_every_node() {
     let tmp = tempfile::tempdir().unwrap();
     let job = tmp.path().join("job");
-    node_labelled(&job, tmp.path(), "a", "deferred", &["node=gpu-01"]);
-    node_labelled(&job, tmp.path(), "b", "eager", &["node=gpu-02"]);
+    node_labelled(&job, tmp.path(), "a", "registered-only", &["node=gpu-01"]);
+    node_labelled(&job, tmp.path(), "b", "pinned", &["node=gpu-02"]);
     let j = job.to_str().unwrap();
     let page = tmp.path().join("p.html");
     stdout_of(&["plot", j, "-o", page.to_str().unwrap()], 0);
@@ -146,7 +146,7 @@ fn plot_and_report_draw_the_worst_node_and_list_every_node() {
     assert!(html.contains("node gpu-02, the worst of 2 nodes"));
     assert!(html.contains("gpu-01"), "every node listed");
 
-    let tree = tmp.path().join("tree-a-deferred");
+    let tree = tmp.path().join("tree-a-registered-only");
     let t = tree.to_str().unwrap();
     let report = stdout_of(&["--root", t, "report", j, "--template", "generic"], 0);
     assert!(report.contains("### Nodes of a multi-node run"), "{report}");

@@ -8,7 +8,7 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 
-/// `simulate ddp-peer-mirror --ranks 8 --backing eager` into `dir/s8`: the job is dead, its
+/// `simulate ddp-peer-mirror --ranks 8 --backing pinned` into `dir/s8`: the job is dead, its
 /// ranks' page-allocation failures are in the kernel log.
 fn dead_job(dir: &Path) -> String {
     let tree = dir.join("s8").to_str().unwrap().to_string();
@@ -19,7 +19,7 @@ fn dead_job(dir: &Path) -> String {
             "--ranks",
             "8",
             "--backing",
-            "eager",
+            "pinned",
             "--out",
             &tree,
         ],

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 const C953: &str = "cr-953-bmg-eager-peer-pinning";
 
-/// A simulated 2× B70 job with eager backing and intel-opencl-icd `version` installed.
+/// A simulated 2× B70 job with pinned backing and intel-opencl-icd `version` installed.
 fn machine(dir: &Path, version: &str) -> PathBuf {
     let tree = dir.join(format!("sim-{version}"));
     let t = tree.to_str().unwrap();

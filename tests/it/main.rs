@@ -9,6 +9,7 @@ mod common;
 mod deploy_dashboard;
 mod doctor;
 mod experiment;
+mod finding_text;
 mod flags;
 mod fleet;
 mod guard;

@@ -1,6 +1,6 @@
 //! One verdict per fact: a run's peer_mirror findings carry the same severity and bytes in
 //! `snapshot --json` (of the tree at the peak), `show --json`, `diff --json`, `report` and
-//! `/metrics`. The demo's deferred run passes through a moment where the backing is not yet
+//! `/metrics`. The demo's registered-only run passes through a moment where the backing is not yet
 //! known (warning) before it settles on not pinned (info): the recording must still say info.
 
 use crate::common;
@@ -73,11 +73,15 @@ fn peer_mirror_severity_and_bytes_agree_in_every_view() {
     let dir = tempfile::tempdir().unwrap();
     let demo = dir.path().join("demo");
     stdout_of(&["demo", "--keep", path(&demo)], 0);
-    let (a, b) = (demo.join("A-eager.ledger"), demo.join("B-deferred.ledger"));
+    let (a, b) = (
+        demo.join("A-pinned.ledger"),
+        demo.join("B-registered-only.ledger"),
+    );
     let diff = json_of(&["diff", "--json", path(&a), path(&b)], 0);
-    for (i, backing, ledger, expected) in
-        [(0, "eager", &a, "critical"), (1, "deferred", &b, "info")]
-    {
+    for (i, backing, ledger, expected) in [
+        (0, "pinned", &a, "critical"),
+        (1, "registered-only", &b, "info"),
+    ] {
         let tree = dir.path().join(backing);
         stdout_of(
             &[
@@ -182,7 +186,7 @@ fn diff_of_another_job_warns_and_gives_no_verdict() {
         &[
             "diff",
             "--json",
-            path(&demo.join("A-eager.ledger")),
+            path(&demo.join("A-pinned.ledger")),
             path(&idle),
         ],
         0,

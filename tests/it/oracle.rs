@@ -218,9 +218,9 @@ fn cases(ranks: impl Iterator<Item = u32> + Clone) -> Vec<Case> {
     let mut out = Vec::new();
     let backings = |s: Scenario| {
         if MIRRORING.contains(&s) {
-            vec![Backing::Eager, Backing::Deferred]
+            vec![Backing::Pinned, Backing::RegisteredOnly]
         } else {
-            vec![Backing::Eager]
+            vec![Backing::Pinned]
         }
     };
     for scenario in MIRRORING.into_iter().chain(HEALTHY) {
@@ -398,14 +398,16 @@ fn snapshot_json_and_metrics_match_the_truth() {
                 .map(|p| p["home_device"].clone())
                 .unwrap();
             let home = home.as_str().unwrap();
-            assert!(
-                f["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains(&format!("home {home}")),
-                "{scenario}: the message names the table's home {home}: {}",
-                f["message"]
+            // The table's home is named where it is the mirrored device, and only there: one
+            // card is never both the home and the peer.
+            let msg = f["message"].as_str().unwrap();
+            let named = msg.contains(&format!("home {home}"));
+            assert_eq!(
+                named,
+                f["device"] == home,
+                "{scenario}: the home {home} is named where it is the device: {msg}"
             );
+            assert!(named || !msg.contains("home "), "{scenario}: {msg}");
         }
         let mut sampler = Sampler::new(Root::open(&out).unwrap(), Scope::All, Default::default());
         let ledger = Ledger::from_snapshot(sampler.sample().unwrap());
@@ -441,9 +443,9 @@ fn snapshot_json_and_metrics_match_the_truth() {
 #[test]
 fn show_json_of_a_recording_matches_the_truth_over_time() {
     for (ranks, backing) in [
-        (2, Backing::Eager),
-        (3, Backing::Deferred),
-        (4, Backing::Eager),
+        (2, Backing::Pinned),
+        (3, Backing::RegisteredOnly),
+        (4, Backing::Pinned),
     ] {
         let case = Case {
             scenario: Scenario::DdpPeerMirror,
@@ -518,7 +520,7 @@ fn many_findings_of_one_shape_are_one_line_in_the_table() {
         "--ranks",
         "8",
         "--backing",
-        "deferred",
+        "registered-only",
         "--at",
         "20s",
         "--out",

@@ -27,7 +27,7 @@ fn headless(browser: &Path, user_dir: &Path) -> Command {
     c
 }
 
-/// The demo's two recordings (eager pinning vs deferred), plotted; returns the page's path.
+/// The demo's two recordings (pinned vs registered-only backing), plotted; returns the page's path.
 fn ab_page(dir: &Path) -> std::path::PathBuf {
     assert!(run(&["demo", "--keep", dir.to_str().unwrap()])
         .status
@@ -36,8 +36,8 @@ fn ab_page(dir: &Path) -> std::path::PathBuf {
     stdout_of(
         &[
             "plot",
-            dir.join("A-eager.ledger").to_str().unwrap(),
-            dir.join("B-deferred.ledger").to_str().unwrap(),
+            dir.join("A-pinned.ledger").to_str().unwrap(),
+            dir.join("B-registered-only.ledger").to_str().unwrap(),
             "-o",
             page.to_str().unwrap(),
         ],
@@ -197,7 +197,7 @@ fn ab_page_overlays_runs_and_renders_in_chromium() {
     stdout_of(
         &[
             "plot",
-            tmp.path().join("A-eager.ledger").to_str().unwrap(),
+            tmp.path().join("A-pinned.ledger").to_str().unwrap(),
             "-o",
             single.to_str().unwrap(),
         ],
@@ -216,10 +216,10 @@ fn ab_page_overlays_runs_and_renders_in_chromium() {
     );
 }
 
-/// Eight ranks, A eager and B deferred, recorded through the library's simulator.
+/// Eight ranks, A pinned and B registered-only, recorded through the library's simulator.
 fn eight_rank_pair(dir: &Path) -> [std::path::PathBuf; 2] {
     use gpuledger::sim::{run::record, Backing, Scenario, SimParams, Simulation};
-    [("A", Backing::Eager), ("B", Backing::Deferred)].map(|(name, backing)| {
+    [("A", Backing::Pinned), ("B", Backing::RegisteredOnly)].map(|(name, backing)| {
         let mut p = SimParams::new(Scenario::DdpPeerMirror);
         p.ranks = 8;
         p.backing = backing;

@@ -38,8 +38,8 @@ fn generic_template_with_two_recordings_has_the_diff() {
     assert!(run(&["demo", "--keep", tmp.path().to_str().unwrap()])
         .status
         .success());
-    let a = tmp.path().join("A-eager.ledger");
-    let b = tmp.path().join("B-deferred.ledger");
+    let a = tmp.path().join("A-pinned.ledger");
+    let b = tmp.path().join("B-registered-only.ledger");
     let root = fixture("seed-2605");
     let out = stdout_of(
         &[
@@ -266,7 +266,7 @@ fn simulated_recordings_say_so() {
 
     let demo = tmp.path().join("demo");
     record(&["demo", "--keep", demo.to_str().unwrap()]);
-    let a = demo.join("A-eager.ledger");
+    let a = demo.join("A-pinned.ledger");
     let out = stdout_of(
         &[
             "--root",
@@ -278,7 +278,7 @@ fn simulated_recordings_say_so() {
     );
     assert!(out.contains("made from gpuledger's simulator"), "{out}");
     assert!(out.contains(
-        "1. `gpuledger simulate ddp-peer-mirror --ranks 2 --backing eager --out DIR` writes"
+        "1. `gpuledger simulate ddp-peer-mirror --ranks 2 --backing pinned --out DIR` writes"
     ));
     assert!(!out.contains("-- simulate"), "{out}");
 }

@@ -13,7 +13,7 @@ fn tree(dir: &Path, ranks: u32) -> String {
     let r = ranks.to_string();
     let args = ["simulate", "ddp-peer-mirror", "--ranks", &r, "--at", "20s"];
     stdout_of(
-        &[&args[..], &["--backing", "deferred", "-o", &out]].concat(),
+        &[&args[..], &["--backing", "registered-only", "-o", &out]].concat(),
         0,
     );
     out

@@ -27,12 +27,49 @@ fn simulate(args: &[&str], out: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// `simulate --backing` takes the driver's words; the names earlier releases used stay
+/// accepted, hidden, for the same behaviour (`eager` was pinned, `deferred` registered-only).
 #[test]
-fn eight_eager_ranks_leave_a_dead_job_with_its_evidence() {
+fn backing_names_say_what_the_driver_does_and_the_old_names_still_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = |backing: &str| {
+        let tree = tmp.path().join(backing);
+        let out = simulate(&["ddp-peer-mirror", "--backing", backing], &tree);
+        assert!(out.status.success(), "{backing}: {out:?}");
+        read(&tree.join("gpuledger-sim/truth.json"))
+    };
+    let (pinned, registered) = (truth("pinned"), truth("registered-only"));
+    assert_ne!(pinned, registered);
+    assert_eq!(truth("eager"), pinned);
+    assert_eq!(truth("deferred"), registered);
+    let mirrors = json_of(
+        &[
+            "--root",
+            tmp.path().join("pinned").to_str().unwrap(),
+            "--json",
+        ],
+        0,
+    );
+    let peer = findings_of(&mirrors, "peer_mirror");
+    assert!(!peer.is_empty() && peer.iter().all(|f| f["backing"] == "pinned"));
+    let help = stdout_of(&["simulate", "--help"], 0);
+    assert!(
+        help.contains("- pinned:") && help.contains("- registered-only:"),
+        "{help}"
+    );
+    assert!(help.contains("EnableDeferBacking=0"), "{help}");
+    assert!(
+        !help.contains("eager") && !help.contains("deferred"),
+        "{help}"
+    );
+}
+
+#[test]
+fn eight_pinned_ranks_leave_a_dead_job_with_its_evidence() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("eight");
     let out = simulate(
-        &["ddp-peer-mirror", "--ranks", "8", "--backing", "eager"],
+        &["ddp-peer-mirror", "--ranks", "8", "--backing", "pinned"],
         &tree,
     );
     let err = String::from_utf8_lossy(&out.stderr);
@@ -308,7 +345,7 @@ fn a_simulated_recording_of_a_death_keeps_the_kernel_log_and_exit_status() {
 fn recording_a_live_simulation_that_dies_says_when_and_how() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("tree");
-    let _sim = live_sim(&tree, "3s", &["--ranks", "8", "--backing", "eager"]);
+    let _sim = live_sim(&tree, "3s", &["--ranks", "8", "--backing", "pinned"]);
     let ledger = tmp.path().join("died.ledger");
     let out = record_tree(&tree, "50ms", "20s", &ledger).output().unwrap();
     assert_eq!(

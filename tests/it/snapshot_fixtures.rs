@@ -315,15 +315,25 @@ fn one_process_over_two_devices_mirrors_on_each() {
         && f["source"] == "nr_gpu_active"));
 }
 
+/// The owning-card shape is its own kind: no peer holds it, and a warning at most (pinned here:
+/// GPUActive covers it).
 #[test]
-fn same_sized_gtt_on_the_owning_card_is_found() {
+fn same_sized_gtt_on_the_owning_card_is_an_own_card_mirror_not_a_peer_mirror() {
     let doc = snapshot("b70-owning-card");
-    let mirrors = findings_of(&doc, "peer_mirror");
-    assert_eq!(mirrors.len(), 1, "{mirrors:?}");
-    assert_eq!(mirrors[0]["peer"], "0000:03:00.0");
-    assert_eq!(mirrors[0]["device"], "0000:03:00.0");
-    let msg = mirrors[0]["message"].as_str().unwrap();
+    assert!(findings_of(&doc, "peer_mirror").is_empty(), "{doc}");
+    let own = findings_of(&doc, "own_card_mirror");
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(own[0]["device"], "0000:03:00.0");
+    assert_eq!(own[0]["peer"], serde_json::Value::Null);
+    assert_eq!(
+        (&own[0]["severity"], &own[0]["backing"]),
+        (&"warning".into(), &"pinned".into())
+    );
+    let msg = own[0]["message"].as_str().unwrap();
     assert!(msg.contains("on its own card 0000:03:00.0"), "{msg}");
+    assert!(msg.contains("see --explain own_card_mirror"), "{msg}");
+    let explain = stdout_of(&["--explain", "own_card_mirror"], 0);
+    assert!(explain.starts_with("own_card_mirror: "), "{explain}");
 }
 
 #[test]

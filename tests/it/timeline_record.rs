@@ -18,11 +18,11 @@ fn record_live_sim(dir: &std::path::Path, name: &str, backing: &str) -> std::pat
 }
 
 #[test]
-fn eager_run_shows_the_step_and_the_pinned_mirror_deferred_does_not() {
+fn pinned_run_shows_the_step_and_the_pinned_mirror_registered_only_does_not() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| record_live_sim(tmp.path(), "eager", "eager"));
-        let b = s.spawn(|| record_live_sim(tmp.path(), "deferred", "deferred"));
+        let a = s.spawn(|| record_live_sim(tmp.path(), "pinned", "pinned"));
+        let b = s.spawn(|| record_live_sim(tmp.path(), "registered-only", "registered-only"));
         (a.join().unwrap(), b.join().unwrap())
     });
     let show_a = json_of(&["show", a.to_str().unwrap(), "--json"], 0);
@@ -46,12 +46,12 @@ fn eager_run_shows_the_step_and_the_pinned_mirror_deferred_does_not() {
             .iter()
             .any(|f| f["kind"] == "peer_mirror" && f["severity"] == "critical")
     };
-    assert!(pinned(&show_a), "eager run must show the pinned mirror");
+    assert!(pinned(&show_a), "pinned run must show the pinned mirror");
     assert!(findings.iter().any(|f| f["kind"] == "released_on_exit"));
     let show_b = json_of(&["show", b.to_str().unwrap(), "--json"], 0);
     assert!(
         !pinned(&show_b),
-        "deferred run must not show a pinned mirror"
+        "registered-only run must not show a pinned mirror"
     );
     let peaks = show_a["peaks"].as_array().unwrap();
     assert!(peaks

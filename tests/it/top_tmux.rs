@@ -152,7 +152,7 @@ fn top_scrolls_sixty_four_ranks_and_counts_what_it_hides() {
     let tree = tmp.path().join("sim64");
     let out = bin()
         .args(["simulate", "ddp-peer-mirror", "--ranks", "64"])
-        .args(["--backing", "deferred", "--at", "10s", "--out"])
+        .args(["--backing", "registered-only", "--at", "10s", "--out"])
         .arg(&tree)
         .output()
         .unwrap();

@@ -25,7 +25,7 @@ fn assert_fits(what: &str, text: &str) {
     assert!(wide.is_empty(), "{what}: lines over 80 columns: {wide:#?}");
 }
 
-/// A simulated tree of `ranks` ranks on as many devices, at 40 s, backing deferred (every peer
+/// A simulated tree of `ranks` ranks on as many devices, at 40 s, backing registered-only (every peer
 /// mirror is an INFO finding, and the job is alive).
 fn simulated(dir: &Path, ranks: u32) -> std::path::PathBuf {
     let out = dir.join(format!("sim-{ranks}"));
@@ -37,7 +37,7 @@ fn simulated(dir: &Path, ranks: u32) -> std::path::PathBuf {
             "--ranks",
             &ranks,
             "--backing",
-            "deferred",
+            "registered-only",
             "--at",
             "40s",
             "--out",
@@ -173,9 +173,9 @@ fn findings_come_most_severe_first_in_snapshot_show_and_report() {
     let tmp = tempfile::tempdir().unwrap();
     let demo = tmp.path().join("demo");
     stdout_of(&["demo", "--keep", path(&demo)], 0);
-    // The eager run's timeline has 2 CRITICAL mirrors and 9 INFO growth findings, found in
+    // The pinned run's timeline has 2 CRITICAL mirrors and 9 INFO growth findings, found in
     // the order of the series (INFO first).
-    let ledger = demo.join("A-eager.ledger");
+    let ledger = demo.join("A-pinned.ledger");
     let show = stdout_of(&["show", path(&ledger)], 0);
     let mut views = vec![(
         "show".to_string(),

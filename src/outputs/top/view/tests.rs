@@ -51,7 +51,7 @@ fn fixture_state(name: &str) -> State {
     )
 }
 
-/// 64 DDP ranks on 64 xe cards, 10 s into the run (deferred backing: alive, every rank with a
+/// 64 DDP ranks on 64 xe cards, 10 s into the run (registered-only backing: alive, every rank with a
 /// context and mirrors on every card): 4,096 process × device rows, 4,032 mirror findings.
 fn ranks64() -> &'static State {
     static STATE: OnceLock<State> = OnceLock::new();
@@ -59,7 +59,7 @@ fn ranks64() -> &'static State {
         let dir = tempfile::tempdir().unwrap();
         let mut p = SimParams::new(Scenario::DdpPeerMirror);
         p.ranks = 64;
-        p.backing = Backing::Deferred;
+        p.backing = Backing::RegisteredOnly;
         let sim = Simulation::new(p);
         let mut w =
             LiveWriter::new(TreeWriter::new(dir.path()).unwrap(), "ddp-peer-mirror").unwrap();
