@@ -176,10 +176,14 @@ fn read_loop(socks: &[UnixDatagram; 2], shared: &Shared, mut senders: Senders) {
         if rustix::event::poll(&mut fds, Some(&timeout)).is_err() {
             continue;
         }
-        for s in socks {
+        // socks[0] is the job's end of the pair: only processes holding the inherited fd can
+        // send on it, so its senders are the job's even when they exited before their last
+        // datagram was read (their ancestry can no longer be walked then); the fallback path
+        // (socks[1]) is checked against the ancestry.
+        for (i, s) in socks.iter().enumerate() {
             for _ in 0..BURST {
                 match receive(s, &mut buf) {
-                    Some((n, pid)) => admit(&buf[..n], pid, shared, &mut senders),
+                    Some((n, pid)) => admit(&buf[..n], pid, i == 0, shared, &mut senders),
                     None => break,
                 }
             }
@@ -203,10 +207,15 @@ fn receive(sock: &UnixDatagram, buf: &mut [u8]) -> Option<(usize, u32)> {
     Some((msg.bytes, pid))
 }
 
-/// Counts a datagram from `pid` into the inbox, or as foreign, lost.
-fn admit(datagram: &[u8], pid: u32, shared: &Shared, senders: &mut Senders) {
+/// Counts a datagram from `pid` into the inbox, or as foreign, lost; `inherited` when it came
+/// on the job's end of the socket pair.
+fn admit(datagram: &[u8], pid: u32, inherited: bool, shared: &Shared, senders: &mut Senders) {
     let count = (datagram.len() / EVENT_BYTES).max(1) as u64;
-    if !senders.in_job(pid) {
+    let member = match inherited {
+        true => senders.admit(pid),
+        false => senders.in_job(pid),
+    };
+    if !member {
         shared.foreign.fetch_add(count, Ordering::Relaxed);
         return;
     }

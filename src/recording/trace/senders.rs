@@ -72,6 +72,20 @@ impl Senders {
         verdict
     }
 
+    /// Takes `pid` as one of the job's processes (a sender on the inherited socket pair, which
+    /// only the job's processes hold); the kernel gave no pid (0) is still refused.
+    pub fn admit(&mut self, pid: u32) -> bool {
+        if pid == 0 || pid == self.ancestor {
+            return false;
+        }
+        if self.members.len() >= CACHE_MAX {
+            self.members.clear();
+        }
+        self.members.insert(pid);
+        self.outside.remove(&pid);
+        true
+    }
+
     fn descends(&self, pid: u32) -> bool {
         if pid == 0 || pid == self.ancestor {
             return false;
