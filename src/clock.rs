@@ -6,7 +6,7 @@
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A source of monotonic instants and of wall-clock time.
@@ -17,9 +17,25 @@ pub trait Clock: Debug + Send + Sync {
     fn wall_ms(&self) -> u64;
 }
 
-/// The machine's clocks.
+/// The machine's clocks. Its wall-clock time is the wall clock read once, at the process's
+/// first use, moved on by the monotonic clock: a step of the wall clock while a job runs (NTP,
+/// `date -s`, a suspended VM) never stretches or reverses a recording's times or durations.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
+
+/// The wall clock and the monotonic clock read together, once per process.
+fn anchor() -> (Instant, u64) {
+    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
+    *ANCHOR.get_or_init(|| (Instant::now(), real_wall_ms()))
+}
+
+/// The wall clock as it reads now (it may step).
+fn real_wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {
@@ -27,11 +43,15 @@ impl Clock for SystemClock {
     }
 
     fn wall_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0)
+        let (at, wall) = anchor();
+        let since = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
+        wall.saturating_add(since)
     }
+}
+
+/// Milliseconds since the Unix epoch by the [`SystemClock`] (monotonic within this process).
+pub fn wall_ms() -> u64 {
+    SystemClock.wall_ms()
 }
 
 /// The shared system clock, as the library's loops take it.
@@ -93,5 +113,19 @@ mod tests {
         c.advance(Duration::from_millis(1500));
         assert_eq!(c.now() - t0, Duration::from_millis(1500));
         assert_eq!(c.wall_ms() - w0, 1500);
+    }
+
+    #[test]
+    fn system_wall_time_never_runs_back_and_follows_the_monotonic_clock() {
+        let (a, t0) = (wall_ms(), Instant::now());
+        std::thread::sleep(Duration::from_millis(30));
+        let (b, dt) = (wall_ms(), t0.elapsed());
+        assert!(b >= a + 29, "{a} then {b}");
+        let dt = u64::try_from(dt.as_millis()).unwrap();
+        assert!(b - a <= dt + 1, "{} ms of wall time in {dt} ms", b - a);
+        assert!(
+            real_wall_ms().abs_diff(b) < 60_000,
+            "anchored near the real wall clock"
+        );
     }
 }

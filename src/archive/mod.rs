@@ -67,6 +67,27 @@ pub enum ArchiveError {
         /// Why it was refused.
         why: String,
     },
+    /// The file is not a capture archive at all (its bytes are never quoted).
+    #[error(
+        "{path} is neither a capture directory nor a capture archive (.tar, .tar.gz or .tar.zst \
+         as `gpuledger capture` writes); give the directory or archive `capture -o` made"
+    )]
+    NotAnArchive {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A tar header after the first is not valid, or the archive ends inside an entry.
+    #[error(
+        "capture archive {path} is damaged after entry {after:?}: {why} (its bytes are not shown)"
+    )]
+    Damaged {
+        /// The archive.
+        path: PathBuf,
+        /// The last entry read whole.
+        after: String,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// The archive exceeds its budget.
     #[error("capture archive {path} has a refused entry {entry:?}: {limit}")]
     OverBudget {
@@ -176,6 +197,48 @@ fn open_stream(path: &Path) -> io::Result<Box<dyn Read>> {
     })
 }
 
+/// The (decompressed) stream of `path`, refused unless its first block is a tar header (ustar or
+/// GNU magic) or the zero block of an empty archive, so that no other file's bytes reach the tar
+/// reader, whose errors quote them.
+fn tar_stream(path: &Path, mut stream: Box<dyn Read>) -> Result<Box<dyn Read>, ArchiveError> {
+    let mut first = Vec::with_capacity(BLOCK as usize);
+    (&mut stream)
+        .take(BLOCK)
+        .read_to_end(&mut first)
+        .map_err(|source| ArchiveError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let header = first.len() == BLOCK as usize
+        && (first[257..262] == *b"ustar" || first.iter().all(|b| *b == 0));
+    if !header {
+        return Err(ArchiveError::NotAnArchive {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(Box::new(io::Cursor::new(first).chain(stream)))
+}
+
+/// A tar reader's error past the first entry: parse errors (whose text quotes the header's
+/// bytes) and a short archive become [`ArchiveError::Damaged`]; an I/O error stays one.
+fn damaged(path: &Path, after: &str, e: io::Error) -> ArchiveError {
+    let why = match e.kind() {
+        io::ErrorKind::UnexpectedEof => "it ends inside an entry (truncated)",
+        _ if e.raw_os_error().is_none() => "a header is not valid tar",
+        _ => {
+            return ArchiveError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+    };
+    ArchiveError::Damaged {
+        path: path.to_path_buf(),
+        after: after.to_string(),
+        why,
+    }
+}
+
 /// Reads every entry under the limits and the budget and hands each validated one (with its
 /// data) to `visit`.
 fn walk(
@@ -193,7 +256,8 @@ fn walk(
         limit,
     };
     let meter = Rc::new(Meter::default());
-    let stream = Metered::new(open_stream(path).map_err(io_err)?, meter.clone());
+    let stream = tar_stream(path, open_stream(path).map_err(io_err)?)?;
+    let stream = Metered::new(stream, meter.clone());
     let mut archive = tar::Archive::new(stream);
     let mut last = String::from("(start of archive)");
     meter.allow(MAX_HEADER_BYTES);
@@ -204,7 +268,7 @@ fn walk(
                 &last,
                 "the next entry's headers (long name or pax records) exceed 64 KiB",
             ),
-            false => io_err(e),
+            false => damaged(path, &last, e),
         })?;
         let raw_name = entry.path_bytes();
         let name = shown(&raw_name);

@@ -101,12 +101,9 @@ pub fn stored_text(bytes: &[u8]) -> String {
     text[..end].to_string()
 }
 
-/// Milliseconds since the epoch, now.
+/// Milliseconds since the epoch, now (the process's monotonic wall time, as samples are stamped).
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    crate::clock::wall_ms()
 }
 
 #[cfg(test)]

@@ -31,6 +31,8 @@ struct ShowJson<'a> {
     command: &'a [String],
     duration_s: f64,
     samples: u64,
+    interval_ms: Option<u64>,
+    cadence: Option<crate::timeline::Cadence>,
     exit_code: Option<i64>,
     signal: Option<i64>,
     job_end: JobEnd,
@@ -49,8 +51,8 @@ struct ShowJson<'a> {
 }
 
 /// JSON summary (`gpuledger.show/1`; `job_end`, `driver_held_parts`, `recorded_findings` (each
-/// finding's severity at its peak and its worst over time), `evidence` and the followed job's
-/// `labels` were added without breaking it).
+/// finding's severity at its peak and its worst over time), `evidence`, the followed job's
+/// `labels`, `interval_ms` and `cadence` (samples not taken, when any) were added without breaking it).
 pub fn render_json(s: &RunSummary) -> String {
     let (exit_code, signal) = match s.job_end {
         JobEnd::Exited { code, .. } => (Some(code), None),
@@ -62,6 +64,8 @@ pub fn render_json(s: &RunSummary) -> String {
         command: &s.command,
         duration_s: s.duration_s,
         samples: s.samples,
+        interval_ms: s.interval_ms,
+        cadence: s.cadence,
         exit_code,
         signal,
         job_end: s.job_end,
@@ -175,6 +179,18 @@ pub fn render_text_detail(name: &str, s: &RunSummary, paint: Paint, each: bool) 
             s.job_end
         ),
     ));
+    if let Some(c) = &s.cadence {
+        out.push_str(&field(
+            "missed",
+            &format!(
+                "{} not taken (achieved every {} ms, longest gap {:.1} s): the machine or the \
+                 recorder was too busy; values between samples are not seen",
+                crate::units::count(c.missed as usize, "sample"),
+                c.achieved_ms,
+                c.longest_gap_ms as f64 / 1000.0
+            ),
+        ));
+    }
     if let Some(note) = &s.note {
         out.push_str(&field("note", &display_safe(note)));
     }

@@ -28,6 +28,8 @@ pub struct HostSummary {
     pub first_ms: u64,
     /// Time of the last sample.
     pub last_ms: u64,
+    /// The longest time between two consecutive samples, ms.
+    pub longest_gap_ms: u64,
     /// MemTotal as last recorded.
     pub mem_total: Option<u64>,
     /// MemAvailable low point.
@@ -95,6 +97,8 @@ pub(super) fn fold_host(
         let held = parts.map(|p| p.bytes);
         if h.samples == 0 {
             h.first_ms = t;
+        } else {
+            h.longest_gap_ms = h.longest_gap_ms.max(t.saturating_sub(h.last_ms));
         }
         h.samples += 1;
         h.last_ms = t;

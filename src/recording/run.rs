@@ -19,7 +19,7 @@ use crate::sources::meminfo::read_version;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// What to record.
@@ -102,11 +102,9 @@ pub enum RunError {
     Wait(std::io::Error),
 }
 
+/// The process's monotonic wall time, as the sampler stamps samples.
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    crate::clock::wall_ms()
 }
 
 /// Records `target` into a new file `out`. `stop` ends an attach run early; `tick` sees progress.

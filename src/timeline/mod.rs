@@ -20,7 +20,7 @@ pub use job_end::{JobEnd, KernelEvidence};
 pub use job_set::{JobSet, NodeFinding, NodeRun, RankPeak};
 pub use patterns::{analyze, TimelineFinding};
 pub use shapes::tensor_shapes;
-pub use summary::{KernelLine, PeerHost, Registrations, RunSummary};
+pub use summary::{Cadence, KernelLine, PeerHost, Registrations, RunSummary};
 
 use crate::ledger::MemClass;
 use crate::recording::Recording;

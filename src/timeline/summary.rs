@@ -47,6 +47,43 @@ pub enum Registrations {
     Unknown,
 }
 
+/// The samples a recording missed: the machine (or the recorder) was too busy to sample at the
+/// interval asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cadence {
+    /// Mean time between samples, ms.
+    pub achieved_ms: u64,
+    /// Samples the interval asked for over the recording's span that were not taken.
+    pub missed: u64,
+    /// The longest time between two consecutive samples, ms.
+    pub longest_gap_ms: u64,
+}
+
+impl Cadence {
+    /// Missed samples of `rec`, or `None` when every interval had its sample (a late sample
+    /// within half an interval is not a missed one).
+    pub fn of(rec: &Recording) -> Option<Cadence> {
+        let interval: u64 = rec
+            .meta
+            .get("interval_ms")?
+            .parse()
+            .ok()
+            .filter(|i| *i > 0)?;
+        let span = rec.host.last_ms.saturating_sub(rec.host.first_ms);
+        let taken = rec.host.samples;
+        if taken < 2 {
+            return None;
+        }
+        let asked = (span + interval / 2) / interval + 1;
+        let missed = asked.saturating_sub(taken);
+        (missed > 0).then(|| Cadence {
+            achieved_ms: span / (taken - 1),
+            missed,
+            longest_gap_ms: rec.host.longest_gap_ms,
+        })
+    }
+}
+
 /// Everything the views show about one recording.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
@@ -62,6 +99,8 @@ pub struct RunSummary {
     pub samples: u64,
     /// Sampling interval, where recorded.
     pub interval_ms: Option<u64>,
+    /// How the samples actually came, where fewer came than the interval asked for.
+    pub cadence: Option<Cadence>,
     /// Peaks per process × device.
     pub peaks: Vec<Peak>,
     /// Peer-device host-class bytes per process.
@@ -120,6 +159,7 @@ impl RunSummary {
             duration_s: rec.duration_s(),
             samples: rec.host.samples,
             interval_ms: rec.meta.get("interval_ms").and_then(|v| v.parse().ok()),
+            cadence: Cadence::of(rec),
             peaks,
             peer_host: peer_host_by_process(rec)
                 .into_iter()

@@ -146,3 +146,129 @@ fn truncated_and_unreadable_recordings_say_so() {
         assert!(!err.contains("not a gpuledger recording"), "{err}");
     }
 }
+
+/// Runs `gpuledger ARGS` under umask 000 with `TMPDIR=tmp` and returns its output.
+fn under_umask_000(args: &[&str], tmp: &Path) -> Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg("umask 000; exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_gpuledger"))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .output()
+        .unwrap()
+}
+
+/// The mode table of issue 31 under umask 000: what a job sees of the scratch space of a
+/// `record` reading a capture archive (the unpacked root, the marker file and its directory),
+/// and the files each command leaves for the user (capture's archive, the recording).
+#[test]
+fn every_scratch_space_is_private_under_umask_000() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("tmp");
+    std::fs::create_dir(&scratch).unwrap();
+    let archive = tmp.path().join("seed.tar.zst");
+    let seed = fixture("seed-2622");
+    let (seed, archive_s) = (seed.to_str().unwrap(), archive.to_str().unwrap());
+    let out = under_umask_000(&["--root", seed, "capture", "-o", archive_s], &scratch);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ledger = tmp.path().join("run.ledger");
+    let probe = "stat -c '%a %F %n' \"$(dirname \"$GPULEDGER_MARKERS\")\" \"$GPULEDGER_MARKERS\" \
+                 \"$TMPDIR\"/gpuledger-* > \"$0\"";
+    let table = tmp.path().join("modes.txt");
+    let out = under_umask_000(
+        &[
+            "--root",
+            archive_s,
+            "record",
+            "--interval",
+            "20ms",
+            "-o",
+            ledger.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            probe,
+            table.to_str().unwrap(),
+        ],
+        &scratch,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = std::fs::read_to_string(&table).unwrap();
+    let rows: Vec<(&str, &str)> = table.lines().filter_map(|l| l.split_once(' ')).collect();
+    let kinds: Vec<&str> = ["root", "markers"]
+        .into_iter()
+        .filter(|k| table.contains(&format!("gpuledger-{k}-")))
+        .collect();
+    assert_eq!(kinds, ["root", "markers"], "scratch spaces seen:\n{table}");
+    for (mode, what) in &rows {
+        let want = if what.starts_with("directory") {
+            "700"
+        } else {
+            "600"
+        };
+        assert_eq!(*mode, want, "{what}\n{table}");
+    }
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode(&archive),
+        0o600,
+        "a capture holds the machine's command lines"
+    );
+    assert_eq!(
+        mode(&ledger),
+        0o644,
+        "a recording is never writable by others"
+    );
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(left.is_empty(), "scratch space left behind: {left:?}");
+}
+
+#[test]
+fn a_file_that_is_no_archive_is_named_and_never_quoted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("passwd");
+    std::fs::write(
+        &secret,
+        "root:x:0:0:secret-line:/root:/bin/bash\n".repeat(40),
+    )
+    .unwrap();
+    let damaged = tmp.path().join("cut.tar.zst");
+    let seed = fixture("seed-2605");
+    run_ok(
+        bin()
+            .args(["--root", seed.to_str().unwrap(), "capture", "-o"])
+            .arg(&damaged),
+    );
+    let bytes = std::fs::read(&damaged).unwrap();
+    let plain = zstd::decode_all(&bytes[..]).unwrap();
+    let mut cut = plain[..plain.len() / 2].to_vec();
+    cut.extend(b"secret-line ".repeat(100));
+    let cut_path = tmp.path().join("cut.tar");
+    std::fs::write(&cut_path, &cut).unwrap();
+    for (path, says) in [
+        (&secret, "neither a capture directory nor a capture archive"),
+        (&cut_path, "is damaged after entry"),
+    ] {
+        let out = run(&["--root", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(says) && err.contains(path.to_str().unwrap()),
+            "{err}"
+        );
+        assert!(
+            !err.contains("secret-line"),
+            "the file's bytes were echoed: {err}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! No silent data loss (issue 31, item 7): a leftover `-wal` is not replayed into a new
 //! recording, and `--force` onto a recording still being written is refused naming its writer (a
-//! full disk: `hardening::full_disk_stops_the_recording_with_a_clear_message`).
+//! full disk: `hardening::full_disk_stops_the_recording_with_a_clear_message`), and samples the
+//! recorder could not take are said with the interval it achieved.
 
 use crate::common::*;
 use std::path::Path;
@@ -70,4 +71,35 @@ fn force_onto_a_recording_in_progress_is_refused_naming_its_writer() {
         )),
         "{err}"
     );
+}
+
+#[test]
+fn samples_not_taken_are_said_with_the_interval_achieved() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("run.ledger");
+    run_ok(&mut record(&ledger, &["sleep", "0.3"], false));
+    let text = |ledger: &Path| stdout_of(&["show", ledger.to_str().unwrap()], 0);
+    assert!(!text(&ledger).contains("missed"), "{}", text(&ledger));
+    // A recorder stalled for 5 s after its third sample (a busy machine): the samples it could
+    // not take are counted, not hidden behind the interval asked for.
+    let conn = rusqlite::Connection::open(&ledger).unwrap();
+    let (n, first): (u64, i64) = conn
+        .query_row("SELECT COUNT(*), MIN(id) FROM samples", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    conn.execute(
+        "UPDATE samples SET t_ms = t_ms + 5000 WHERE id > ?1",
+        [first + 2],
+    )
+    .unwrap();
+    drop(conn);
+    let shown = text(&ledger);
+    let line = shown.lines().find(|l| l.contains("missed")).unwrap_or("");
+    assert!(line.contains("samples not taken"), "{shown}");
+    let missed: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!((480..=520).contains(&missed), "{missed} of {n} in {line}");
+    assert!(line.contains("longest gap 5."), "{line}");
+    let doc = json_of(&["show", ledger.to_str().unwrap(), "--json"], 0);
+    assert_eq!(doc["cadence"]["missed"], missed, "{}", doc["cadence"]);
 }
