@@ -150,6 +150,23 @@ fn print(e: &Event<'_>, json_out: bool, grace: std::time::Duration) {
              exits: {pids:?}",
             pids.len()
         ),
+        Event::HandedOff { via, pids } => {
+            let via = via.join(", ");
+            eprintln!(
+                "gpuledger guard: warning: a {via} server that was already running (it is not \
+                 the job's) started {} process(es) while the job ran, which guard did not stop: \
+                 {pids:?}; if the job asked for them (`tmux new-session -d …` reaches a running \
+                 server), stop them yourself, and give the job a server of its own (`tmux -L \
+                 NAME …` inside the job) so that guard can",
+                pids.len()
+            );
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"schema": EVENT_SCHEMA, "event": "handed_off", "via": via, "pids": pids})
+                );
+            }
+        }
     }
 }
 

@@ -210,6 +210,8 @@ pub struct Target {
     escaped: BTreeSet<u32>,
     /// Escapes not yet reported.
     news: Vec<Escape>,
+    /// The earliest start time of a held process, clock ticks after boot.
+    since: Option<u64>,
 }
 
 impl Target {
@@ -281,6 +283,9 @@ impl Target {
         let kin = family::kin(&table, &roots, self.pgid);
         for p in table.iter().filter(|p| p.pid != me) {
             let wanted = members.contains(&p.pid) || kin.contains(&p.pid);
+            if wanted || self.pidfds.contains_key(&p.pid) {
+                self.since = Some(self.since.map_or(p.start, |s| s.min(p.start)));
+            }
             if wanted && !self.pidfds.contains_key(&p.pid) {
                 if let Some(fd) = self.open_kin(p, &members, &roots) {
                     self.pidfds.insert(p.pid, fd);
@@ -386,6 +391,26 @@ impl Target {
             all.extend(cg.pids());
         }
         all.into_iter().collect()
+    }
+
+    /// Processes outside the job that a multiplexer server of this user, running since before
+    /// the job, started while it ran (`tmux new-session -d …` in the job reaches a server that
+    /// is not the job's): guard cannot stop them, so they are said, with the multiplexers.
+    pub fn handed_off(&mut self) -> (Vec<&'static str>, Vec<u32>) {
+        let Some(since) = self.since.filter(|_| self.family) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut job: BTreeSet<u32> = self.pidfds.keys().copied().collect();
+        if let Some(cg) = &self.cgroup {
+            job.extend(cg.pids());
+        }
+        let uid = rustix::process::getuid().as_raw();
+        let mine = |pid| family::owner(pid) == Some(uid);
+        let (via, pids) = family::handed_off(&family::scan(), since, &job, mine);
+        (
+            via.into_iter().map(|m| m.as_str()).collect(),
+            pids.into_iter().collect(),
+        )
     }
 
     /// Whether this target follows the job's family (a started job), so what its main process

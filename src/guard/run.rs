@@ -167,6 +167,14 @@ pub enum Event<'a> {
         /// Their pids.
         pids: &'a [u32],
     },
+    /// Processes a multiplexer's server, running before the job, started while it ran: outside
+    /// the job, so guard did not stop them.
+    HandedOff {
+        /// The multiplexers whose servers started them.
+        via: &'a [&'static str],
+        /// Their pids.
+        pids: &'a [u32],
+    },
 }
 
 /// Guards the job of `plan` on the machine behind `root` until it ends; returns the status to
@@ -253,6 +261,13 @@ pub fn guard(
                 let pids = watched.target.survivors();
                 if !pids.is_empty() {
                     report(Event::Survivors { pids: &pids });
+                }
+                let (via, handed) = watched.target.handed_off();
+                if !handed.is_empty() {
+                    report(Event::HandedOff {
+                        via: &via,
+                        pids: &handed,
+                    });
                 }
                 return Ok(code);
             }

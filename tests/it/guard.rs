@@ -761,3 +761,69 @@ fn guard_and_record_return_when_the_job_ends_not_an_interval_later() {
     let out = record_job(None, "60s", &ledger, &job).output().unwrap();
     returns_with_the_job("record", start, out);
 }
+
+/// A tmux server of its own for one test, killed when dropped.
+struct TmuxServer(String);
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .status();
+    }
+}
+
+#[test]
+fn what_a_running_tmux_server_starts_for_the_job_is_said_not_hidden() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: no tmux here (CI installs it)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = format!("gpuledger-test-{}", std::process::id());
+    let server = TmuxServer(socket.clone());
+    // The user's server, running before the job.
+    let started = Command::new("tmux")
+        .args(["-L", &server.0, "new-session", "-d", "sleep 600"])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    let pid_file = tmp.path().join("escaped");
+    let job = format!(
+        "tmux -L {socket} new-session -d 'echo $$ > {}; exec sleep 1000'; sleep 30",
+        pid_file.display()
+    );
+    let root = tmp.path().join("root");
+    set_available(&root, 60);
+    let child = bin()
+        .args(["--root", root.to_str().unwrap(), "guard", "--json"])
+        .args(["--min-available", "50%", "--interval", "100ms", "--"])
+        .args(["sh", "-c", &job])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let escaped = read_pids(&[pid_file])[0];
+    let _reaper = Reaper(vec![escaped]);
+    set_available(&root, 10);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        !gone(escaped),
+        "a process outside the job is not guard's to stop"
+    );
+    assert!(
+        err.contains("a tmux server that was already running")
+            && err.contains(&escaped.to_string()),
+        "{err}"
+    );
+    let events = String::from_utf8_lossy(&out.stdout);
+    let handed = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "handed_off")
+        .unwrap_or_else(|| panic!("no handed_off event in {events}"));
+    let pids = handed["pids"].as_array().unwrap();
+    assert!(pids.contains(&serde_json::json!(escaped)), "{handed}");
+}
