@@ -13,6 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ pub struct Job {
     /// Readable once the child has ended (before it is reaped); `None` where the kernel has no
     /// pidfds (before 5.3).
     pidfd: Option<Arc<OwnedFd>>,
+    /// The last signal forwarded and not yet taken ([`Job::take_signal`]); 0 for none.
+    received: Arc<AtomicI32>,
 }
 
 /// How a child process exited: its code or the signal that killed it (what `record` and `guard`
@@ -129,6 +132,8 @@ impl Job {
             .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
             .map(Arc::new);
         let forward = pidfd.clone();
+        let received = Arc::new(AtomicI32::new(0));
+        let noted = received.clone();
         let mut signals =
             SignalsInfo::<WithOrigin>::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])?;
         let handle = signals.handle();
@@ -140,6 +145,7 @@ impl Job {
                 }
                 if let (Some(fd), Ok(sig)) = (&forward, signal_from_raw(info.signal)) {
                     let _ = rustix::process::pidfd_send_signal(fd, sig);
+                    noted.store(info.signal, Ordering::SeqCst);
                 }
             }
         });
@@ -147,12 +153,19 @@ impl Job {
             child,
             handle,
             pidfd,
+            received,
         })
     }
 
     /// The child's pid.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The signal last forwarded to the child since the previous call, if any: a caller that
+    /// holds the rest of the job (guard) passes it on to every process of it.
+    pub fn take_signal(&self) -> Option<rustix::process::Signal> {
+        signal_from_raw(self.received.swap(0, Ordering::SeqCst)).ok()
     }
 
     /// Returns the end of the job if it has ended.

@@ -150,6 +150,20 @@ fn print(e: &Event<'_>, json_out: bool, grace: std::time::Duration) {
              exits: {pids:?}",
             pids.len()
         ),
+        Event::Relayed { signal, pids } => {
+            let name = signal_name(*signal);
+            eprintln!(
+                "gpuledger guard: received {name}; passed it to the job's {} process(es): \
+                 {pids:?}",
+                pids.len()
+            );
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"schema": EVENT_SCHEMA, "event": "relayed", "signal": name, "pids": pids})
+                );
+            }
+        }
         Event::HandedOff { via, pids } => {
             let via = via.join(", ");
             eprintln!(
@@ -226,4 +240,20 @@ fn event(
         });
         println!("{line}");
     }
+}
+
+/// The signal's name as `kill -l` spells it, with the SIG prefix.
+fn signal_name(signal: rustix::process::Signal) -> String {
+    use rustix::process::Signal as S;
+    let name = match signal {
+        S::TERM => "SIGTERM",
+        S::INT => "SIGINT",
+        S::HUP => "SIGHUP",
+        S::QUIT => "SIGQUIT",
+        S::USR1 => "SIGUSR1",
+        S::USR2 => "SIGUSR2",
+        S::KILL => "SIGKILL",
+        other => return format!("signal {}", other.as_raw()),
+    };
+    name.to_string()
 }

@@ -369,6 +369,19 @@ impl Target {
         hit
     }
 
+    /// Sends `sig` to every held process but `main` (which was sent it already), for a signal
+    /// guard itself received. Returns the pids signalled.
+    pub fn relay(&mut self, sig: Signal, main: u32) -> Vec<u32> {
+        self.refresh();
+        let mut hit = Vec::new();
+        for (pid, fd) in self.pidfds.iter().filter(|(pid, _)| **pid != main) {
+            if rustix::process::pidfd_send_signal(fd, sig).is_ok() {
+                hit.push(*pid);
+            }
+        }
+        hit
+    }
+
     /// Whether any guarded process is still running: a member of the job's cgroup, or a held
     /// process whose pidfd has not become readable (an exit makes it).
     pub fn alive(&mut self) -> bool {

@@ -167,6 +167,13 @@ pub enum Event<'a> {
         /// Their pids.
         pids: &'a [u32],
     },
+    /// Guard was sent a signal and passed it to every process of the job.
+    Relayed {
+        /// The signal.
+        signal: rustix::process::Signal,
+        /// The processes it reached.
+        pids: &'a [u32],
+    },
     /// Processes a multiplexer's server, running before the job, started while it ran: outside
     /// the job, so guard did not stop them.
     HandedOff {
@@ -236,6 +243,16 @@ pub fn guard(
     let mut machine = Machine::new(plan.response, plan.grace, plan.interval);
     loop {
         let tick = clock.now();
+        // A signal sent to guard went to the main process at once; the rest of the job gets it now.
+        let relay = watched.job.as_ref().and_then(|j| Some((j.take_signal()?, j.pid())));
+        if let Some((signal, main)) = relay {
+            let mut pids = watched.target.relay(signal, main);
+            pids.insert(0, main);
+            report(Event::Relayed {
+                signal,
+                pids: &pids,
+            });
+        }
         let state = watched.state()?;
         // Once the main process has ended only its leftovers are watched: no more samples.
         let (seen, trip) = match state {

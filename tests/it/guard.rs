@@ -827,3 +827,55 @@ fn what_a_running_tmux_server_starts_for_the_job_is_said_not_hidden() {
     let pids = handed["pids"].as_array().unwrap();
     assert!(pids.contains(&serde_json::json!(escaped)), "{handed}");
 }
+
+#[test]
+fn a_signal_sent_to_guard_reaches_every_process_of_the_job_and_is_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (child_pid, got) = (tmp.path().join("child"), tmp.path().join("got"));
+    // The main process waits on through its own SIGTERM; its child notes the one it receives.
+    let script = tmp.path().join("child.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "trap 'echo child > {got}; exit 0' TERM\necho $$ > {pid}\nwhile :; do sleep 0.05; done\n",
+            got = got.display(),
+            pid = child_pid.display()
+        ),
+    )
+    .unwrap();
+    let job = format!(
+        "trap 'echo main' TERM; sh {} 2>/dev/null & wait; wait",
+        script.display()
+    );
+    let root = tmp.path().join("root");
+    set_available(&root, 60);
+    let guard = bin()
+        .args(["--root", root.to_str().unwrap(), "guard", "--json"])
+        .args(["--min-available", "10%", "--interval", "100ms", "--"])
+        .args(["sh", "-c", &job])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let child = read_pids(&[child_pid])[0];
+    let _reaper = Reaper(vec![child]);
+    std::thread::sleep(Duration::from_millis(300));
+    let status = Command::new("kill")
+        .args(["-TERM", &guard.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = guard.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(std::fs::read_to_string(&got).unwrap_or_default(), "child\n", "{err}");
+    assert!(err.contains("received SIGTERM; passed it to the job's"), "{err}");
+    let events = String::from_utf8_lossy(&out.stdout);
+    let relayed = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "relayed")
+        .unwrap_or_else(|| panic!("no relayed event in {events}"));
+    assert_eq!(relayed["signal"], "SIGTERM");
+    let pids = relayed["pids"].as_array().unwrap();
+    assert!(pids.contains(&serde_json::json!(child)), "{relayed}");
+}
