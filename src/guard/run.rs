@@ -244,7 +244,10 @@ pub fn guard(
     loop {
         let tick = clock.now();
         // A signal sent to guard went to the main process at once; the rest of the job gets it now.
-        let relay = watched.job.as_ref().and_then(|j| Some((j.take_signal()?, j.pid())));
+        let relay = watched
+            .job
+            .as_ref()
+            .and_then(|j| Some((j.take_signal()?, j.pid())));
         if let Some((signal, main)) = relay {
             let mut pids = watched.target.relay(signal, main);
             pids.insert(0, main);

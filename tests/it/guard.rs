@@ -867,8 +867,15 @@ fn a_signal_sent_to_guard_reaches_every_process_of_the_job_and_is_said() {
     assert!(status.success());
     let out = guard.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(std::fs::read_to_string(&got).unwrap_or_default(), "child\n", "{err}");
-    assert!(err.contains("received SIGTERM; passed it to the job's"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&got).unwrap_or_default(),
+        "child\n",
+        "{err}"
+    );
+    assert!(
+        err.contains("received SIGTERM; passed it to the job's"),
+        "{err}"
+    );
     let events = String::from_utf8_lossy(&out.stdout);
     let relayed = events
         .lines()

@@ -118,12 +118,16 @@ pub fn plan(
     }
 }
 
-/// The tracer library: `GPULEDGER_TRACER`, else beside the gpuledger binary (`exe_dir`).
+/// The tracer library: `GPULEDGER_TRACER`, else beside the gpuledger binary (`exe_dir`), made
+/// absolute with its links resolved where it exists: the file checked here is the file the
+/// job's loader opens (a relative path would be resolved from the job's directory, and one
+/// without a slash searched for in the library path).
 pub fn library(var: impl Fn(&str) -> Option<String>, exe_dir: Option<&Path>) -> PathBuf {
-    match var(TRACER_ENV).filter(|v| !v.is_empty()) {
+    let named = match var(TRACER_ENV).filter(|v| !v.is_empty()) {
         Some(p) => PathBuf::from(p),
         None => exe_dir.unwrap_or(Path::new(".")).join(TRACER_FILE),
-    }
+    };
+    std::fs::canonicalize(&named).unwrap_or(named)
 }
 
 mod listen;

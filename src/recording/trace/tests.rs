@@ -244,3 +244,22 @@ fn residency_counts_each_range_once_per_device_until_evicted_or_freed() {
     assert_eq!((peer.calls, peer.peak_live, peer.live_at_end), (6, gib, 0));
     assert_eq!(c.skipped_peer_residency, 1);
 }
+
+#[test]
+fn a_relative_tracer_path_names_the_file_checked_wherever_the_job_runs() {
+    let file = tempfile::Builder::new()
+        .prefix(".tracer-test-")
+        .suffix(".so")
+        .tempfile_in(".")
+        .unwrap();
+    let rel = file
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let named = |k: &str| (k == TRACER_ENV).then(|| rel.clone());
+    let lib = library(named, None);
+    assert!(lib.is_absolute(), "{}", lib.display());
+    assert_eq!(lib, std::fs::canonicalize(file.path()).unwrap());
+}

@@ -124,15 +124,31 @@ pub fn preload_value(tracer: &Path, existing: Option<&str>) -> String {
     }
 }
 
+/// Most bytes of a preloaded library read to look for Level Zero entry points (a real
+/// interposer is far smaller; `LD_PRELOAD=/dev/zero` or a huge file costs no more than this).
+pub const MAX_LIBRARY_BYTES: u64 = 64 << 20;
+
+/// A preloaded library's bytes: only a regular file, at most [`MAX_LIBRARY_BYTES`].
+fn read_library(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_LIBRARY_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// [`level_zero`] on the live machine, with the environment gpuledger was started in.
 pub fn level_zero_live(tracer: &Path) -> Result<(), ZeOff> {
-    let ldconfig = ["/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"]
+    let ldconfig = ["/sbin/ldconfig", "/usr/sbin/ldconfig"]
         .iter()
         .find_map(|c| std::process::Command::new(c).arg("-p").output().ok())
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
     let var = |k: &str| std::env::var(k).ok();
-    let read = |p: &Path| std::fs::read(p).ok();
+    let read = |p: &Path| read_library(p).ok();
     let is_file = |p: &Path| p.is_file();
     level_zero(
         tracer,

@@ -113,3 +113,15 @@ fn a_tracer_path_ld_preload_would_split_is_refused() {
         Err(ZeOff::UnpreloadablePath(odd.into()))
     );
 }
+
+#[test]
+fn a_preload_that_is_no_regular_file_or_is_huge_is_read_within_a_bound() {
+    let started = std::time::Instant::now();
+    assert!(super::read_library(Path::new("/dev/zero")).is_err());
+    assert!(super::read_library(Path::new("/")).is_err());
+    let big = tempfile::NamedTempFile::new().unwrap();
+    big.as_file().set_len(super::MAX_LIBRARY_BYTES * 2).unwrap();
+    let bytes = super::read_library(big.path()).unwrap();
+    assert_eq!(bytes.len() as u64, super::MAX_LIBRARY_BYTES);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
