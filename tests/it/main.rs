@@ -32,6 +32,7 @@ mod nvml_fake;
 mod one_verdict;
 mod oracle;
 mod output_hardening;
+mod piped;
 mod plot_chromium;
 mod private_copies;
 mod project;
