@@ -27,6 +27,7 @@ mod known_views;
 mod kubernetes;
 mod ledger_props;
 mod live_machine;
+mod metrics_formats;
 mod mirror_props;
 mod nvml_fake;
 mod one_verdict;
