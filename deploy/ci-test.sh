@@ -38,3 +38,32 @@ if [ "$size" -gt $((16 * 1024 * 1024)) ]; then
   echo "the shipped binary is $size bytes: check [profile.release] in Cargo.toml" >&2
   exit 1
 fi
+
+# The exposition and the rules as Prometheus reads them (Debian's prometheus brings promtool,
+# which .ci/run installs): the wheel's exporter on a simulated peer-mirror tree, scraped as curl
+# does (no Accept: the classic text format), must pass `promtool check metrics` with no lint.
+echo "== metrics and rules"
+if command -v promtool >/dev/null; then
+  promtool check rules deploy/alerts.yml deploy/recording-rules.yml
+  (cd deploy && promtool test rules rules-test.yml)
+  "$installed" simulate ddp-peer-mirror -o "$work/sim" 2>/dev/null
+  "$installed" --root "$work/sim" serve --listen 127.0.0.1:0 2>"$work/serve.log" &
+  serve_pid=$!
+  "$work/tools/bin/python" - "$work/serve.log" >"$work/metrics.txt" <<'PY'
+import re, sys, time, urllib.request
+for _ in range(100):
+    m = re.search(r"http://(127\.0\.0\.1:\d+)/metrics", open(sys.argv[1]).read())
+    if m:
+        sys.stdout.write(urllib.request.urlopen(f"http://{m.group(1)}/metrics", timeout=10).read().decode())
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("serve did not start: " + open(sys.argv[1]).read())
+PY
+  kill "$serve_pid"
+  lint=$(promtool check metrics <"$work/metrics.txt" 2>&1) || { echo "$lint" >&2; exit 1; }
+  [ -z "$lint" ] || { echo "promtool check metrics: $lint" >&2; exit 1; }
+  echo "promtool check metrics: clean ($(grep -vc '^#' "$work/metrics.txt") samples)"
+else
+  echo "promtool not installed: metrics and rules not checked"
+fi

@@ -76,8 +76,8 @@ pub const GUARD: &str = concat!(
 pub const SERVE: &str = concat!(
     "Examples:\n",
     "  gpuledger serve\n",
-    "  gpuledger serve --listen :9464 --interval 10s\n",
-    "  curl -s localhost:9464/metrics\n\n",
+    "  gpuledger serve --listen :9464 --interval 10s --series per-job\n",
+    "  curl -s localhost:9464/metrics | promtool check metrics\n\n",
     exit_status!(),
 );
 

@@ -89,19 +89,23 @@ fn wants_color(arg: ColorArg) -> bool {
     }
 }
 
-/// Columns of text output: on a terminal `COLUMNS`, else the terminal's size; 80 when stdout is
-/// not a terminal (a file, a pipe), so saved output is the same wherever it was made.
+/// Columns of text output: `COLUMNS` when set (as `ls` takes it), else the terminal's size on a
+/// terminal (80 when it cannot be read); not folded when stdout is a pipe or a file, so every
+/// finding is one line for grep, awk and logs.
 fn text_width() -> usize {
-    use std::io::IsTerminal;
     let out = std::io::stdout();
-    if !out.is_terminal() {
-        return gpuledger::outputs::wrap::DEFAULT_WIDTH;
-    }
-    std::env::var("COLUMNS")
+    let columns = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|c| *c > 0)
-        .or_else(|| terminal_size::terminal_size_of(&out).map(|(w, _)| usize::from(w.0)))
+        .filter(|c| *c > 0);
+    if let Some(c) = columns {
+        return c;
+    }
+    if !out.is_terminal() {
+        return gpuledger::outputs::wrap::UNBOUNDED;
+    }
+    terminal_size::terminal_size_of(&out)
+        .map(|(w, _)| usize::from(w.0))
         .unwrap_or(gpuledger::outputs::wrap::DEFAULT_WIDTH)
 }
 

@@ -3,9 +3,9 @@
 use super::parse::{listen_addr, size};
 use super::{FilterArgs, Globals};
 use anyhow::Result;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use gpuledger::findings::window::{parse_since, Since};
-use gpuledger::serve::MetricsOptions;
+use gpuledger::serve::{MetricsOptions, Series};
 use gpuledger::units::parse_interval;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -26,6 +26,10 @@ pub struct ServeArgs {
     /// Most per-process series; further processes are folded into pid="other".
     #[arg(long, default_value_t = 5000, value_name = "N")]
     pub max_series: usize,
+    /// What the per-process series are keyed by: per-process (pid, comm, rank, job labels) or
+    /// per-job (no pid: a job's processes of one rank add up, so restarts make no new series).
+    #[arg(long, value_enum, default_value = "per-process", value_name = "KEY")]
+    pub series: SeriesArg,
     /// Show command lines and environment values in /snapshot.json as they are. By default
     /// secrets in them (the values of password, token, secret, API-key… options and variables,
     /// URL passwords, Authorization headers, mysql/sshpass -p) are replaced by <redacted>:
@@ -38,6 +42,24 @@ pub struct ServeArgs {
     /// before now (30m, 2h, 1day) or an RFC 3339 time; default the last hour.
     #[arg(long, value_name = "DURATION|TIME", value_parser = parse_since)]
     pub since: Option<Since>,
+}
+
+/// `--series` ([`Series`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeriesArg {
+    /// One series per process, with its pid.
+    PerProcess,
+    /// No pid: one series per job, rank and comm.
+    PerJob,
+}
+
+impl From<SeriesArg> for Series {
+    fn from(a: SeriesArg) -> Series {
+        match a {
+            SeriesArg::PerProcess => Series::PerProcess,
+            SeriesArg::PerJob => Series::PerJob,
+        }
+    }
 }
 
 /// A checked `serve`.
@@ -66,6 +88,7 @@ impl ServeArgs {
             metrics: MetricsOptions {
                 min_process_bytes: self.min_process_bytes,
                 max_process_series: self.max_series,
+                series: self.series.into(),
             },
             filter: self.filter.clone(),
             show_cmdline: self.show_cmdline,

@@ -8,7 +8,8 @@
 use anyhow::{Context, Result};
 use gpuledger::findings::Thresholds;
 use gpuledger::observe::Observer;
-use gpuledger::outputs::diff::render_diff;
+use gpuledger::outputs::diff::render_diff_fit;
+use gpuledger::outputs::text_table::Paint;
 use gpuledger::outputs::{show, table};
 use gpuledger::recording;
 use gpuledger::root::Root;
@@ -26,8 +27,8 @@ const RUNS: [(&str, &str, Backing); 2] = [
     ("B-registered-only", "B-deferred", Backing::RegisteredOnly),
 ];
 
-/// Runs the demo, keeping its files in `keep` when given.
-pub fn run(keep: Option<&Path>, t: &Thresholds) -> Result<ExitCode> {
+/// Runs the demo, keeping its files in `keep` when given; its text drawn as `paint` says.
+pub fn run(keep: Option<&Path>, t: &Thresholds, paint: Paint) -> Result<ExitCode> {
     let tmp = tempfile::tempdir()?;
     let dir = keep.unwrap_or(tmp.path());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -53,6 +54,7 @@ simulated twice:\n\
                 &sim,
                 &dir.join(format!("{name}-snapshot")),
                 t,
+                paint,
             )?);
         }
         files.push(ledger_file);
@@ -63,16 +65,21 @@ simulated twice:\n\
         "\n=== Timeline of run A\n    gpuledger show {}\n\n",
         files[0].display()
     ));
-    out.push_str(&show::render_text(&files[0].display().to_string(), &a));
+    out.push_str(&show::render_text_painted(
+        &files[0].display().to_string(),
+        &a,
+        paint,
+    ));
     out.push_str(&format!(
         "\n=== Run A vs run B\n    gpuledger diff {} \\\n        {}\n\n",
         files[0].display(),
         files[1].display()
     ));
-    out.push_str(&render_diff(
+    out.push_str(&render_diff_fit(
         &diff(&a, &b),
         "A-pinned (26.22-like, EnableDeferBacking=1)",
         "B-registered-only (26.05-like, EnableDeferBacking=0)",
+        paint.width,
     ));
     match keep {
         Some(dir) => link_old_names(dir)?,
@@ -83,7 +90,12 @@ simulated twice:\n\
 }
 
 /// Writes run A's tree at its plateau into `snap_dir` and returns its snapshot table.
-fn plateau_snapshot(sim: &Simulation, snap_dir: &Path, t: &Thresholds) -> Result<String> {
+fn plateau_snapshot(
+    sim: &Simulation,
+    snap_dir: &Path,
+    t: &Thresholds,
+    paint: Paint,
+) -> Result<String> {
     LiveWriter::new(TreeWriter::new(snap_dir)?, "ddp-peer-mirror")?
         .write(&sim.state_at(sim.busiest_t()))?;
     let mut sampler = Sampler::new(Root::open(snap_dir)?, Scope::All, SamplerOptions::default());
@@ -91,7 +103,7 @@ fn plateau_snapshot(sim: &Simulation, snap_dir: &Path, t: &Thresholds) -> Result
     Ok(format!(
         "=== Snapshot of run A at its plateau\n    gpuledger --root {}\n\n{}",
         snap_dir.display(),
-        table::render_snapshot(&seen.ledger, &seen.findings)
+        table::render_snapshot_painted(&seen.ledger, &seen.findings, paint)
     ))
 }
 

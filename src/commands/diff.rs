@@ -3,13 +3,14 @@
 use super::recordings::open_all;
 use crate::cli::{DiffPlan, Format};
 use anyhow::Result;
-use gpuledger::outputs::diff::{render_diff, render_json};
+use gpuledger::outputs::diff::{render_diff_fit, render_json};
 use gpuledger::timeline::diff::diff;
 use gpuledger::timeline::JobSet;
 use std::process::ExitCode;
 
-/// Runs `diff`'s plan; `--fail-on` looks at both runs' peer-mirror findings.
-pub fn run(plan: DiffPlan) -> Result<ExitCode> {
+/// Runs `diff`'s plan, text `width` columns wide; `--fail-on` looks at both runs' peer-mirror
+/// findings.
+pub fn run(plan: DiffPlan, width: usize) -> Result<ExitCode> {
     let (a, b) = (&plan.a, &plan.b);
     let ra = JobSet::of(&open_all(&[a.to_path_buf()], "diff, run A")?);
     let rb = JobSet::of(&open_all(&[b.to_path_buf()], "diff, run B")?);
@@ -25,10 +26,11 @@ pub fn run(plan: DiffPlan) -> Result<ExitCode> {
                 text.push_str(&format!("warning: run {name}: {w}\n"));
             }
         }
-        text.push_str(&render_diff(
+        text.push_str(&render_diff_fit(
             &d,
             &a.display().to_string(),
             &b.display().to_string(),
+            width,
         ));
         super::print(&text)?;
     }

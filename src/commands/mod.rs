@@ -33,7 +33,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.plan(&g)? {
         Plan::Snapshot(p) => snapshot::run(&g, p),
         Plan::Capture(p) => capture::run(&g, p),
-        Plan::Demo(keep) => demo::run(keep.as_deref(), &g.thresholds),
+        Plan::Demo(keep) => demo::run(keep.as_deref(), &g.thresholds, g.paint),
         Plan::Simulate(p) => simulate::run(p),
         Plan::Record(p) => record::run(&g, p),
         Plan::Guard(p) => guard::run(&g, &p),
@@ -44,7 +44,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Plan::Project(p) => project::run(&g, p),
         Plan::Experiment(p) => experiment::run(&g, p),
         Plan::Show(p) => show::run(&g, p),
-        Plan::Diff(p) => diff::run(p),
+        Plan::Diff(p) => diff::run(p, g.paint.width),
         Plan::Doctor(p) => doctor::run(&g, p),
         Plan::Completions(shell) => meta::completions(shell),
         Plan::Man(dir) => meta::man(dir.as_deref()),

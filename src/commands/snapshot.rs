@@ -21,7 +21,7 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 pub fn run(g: &Globals, plan: SnapshotPlan) -> Result<ExitCode> {
     let args = match plan {
         SnapshotPlan::Explain(text) => {
-            super::print(text)?;
+            super::print(&gpuledger::outputs::wrap::fit(text, g.paint.width))?;
             return Ok(ExitCode::SUCCESS);
         }
         SnapshotPlan::Show(show) => show,

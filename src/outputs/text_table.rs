@@ -7,9 +7,9 @@ use anstyle::{AnsiColor, Style};
 use std::borrow::Cow;
 
 /// How text output is drawn, decided once by the binary: whether it is coloured (`--color`,
-/// `NO_COLOR`, `CLICOLOR_FORCE`) and how wide it may be (the terminal's columns, 80 when stdout
-/// is not a terminal). Colour only wraps text that is already padded, so columns line up either
-/// way.
+/// `NO_COLOR`, `CLICOLOR_FORCE`) and how wide it may be (`COLUMNS`, the terminal's columns, or
+/// [`wrap::UNBOUNDED`] when stdout is a pipe or a file). Colour only wraps text that is already
+/// padded, so columns line up either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paint {
     /// Emit ANSI colour sequences.

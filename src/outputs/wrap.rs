@@ -1,7 +1,13 @@
-//! Text folded to the terminal's width: 80 columns when output is not a terminal.
+//! Text folded to a width: the terminal's, `COLUMNS` when set, or not folded at all when output
+//! goes to a pipe or a file (one finding per line, for grep and logs).
 
-/// Columns the text outputs fit when stdout is not a terminal (a file, a pipe, a test).
+/// Columns of the library's plain renderings (`render_snapshot`, `render_text`, `render_diff`)
+/// and of a terminal whose size cannot be read.
 pub const DEFAULT_WIDTH: usize = 80;
+
+/// A width no line reaches: text is not folded (stdout is a pipe or a file and `COLUMNS` is not
+/// set, as `ls` and `git` do).
+pub const UNBOUNDED: usize = usize::MAX;
 
 /// Narrowest text column wrapped to; a narrower terminal gets lines this long.
 const MIN_COLUMN: usize = 16;

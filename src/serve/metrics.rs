@@ -6,8 +6,8 @@
 //! (`gpuledger_build_info`) and how its scans go (duration, errors since it started).
 
 use super::family::{l, FloatGauge, SortedCounters, SortedGauges};
-use super::process_metrics::process_families;
-pub use super::process_metrics::MetricsOptions;
+use super::process_metrics::{job_labels, process_families};
+pub use super::process_metrics::{MetricsOptions, Series};
 use crate::findings::Finding;
 use crate::ledger::Ledger;
 use prometheus_client::encoding::text::encode;
@@ -84,7 +84,7 @@ pub fn render_metrics(
         "The part of each process's GPU buffers shared with other processes; zero values are not written",
         procs.shared,
     );
-    register_findings(&mut reg, findings);
+    register_findings(&mut reg, ledger, findings, opts.series);
     reg.register(
         "gpuledger_sample_timestamp_seconds",
         "Time of the sample these metrics come from",
@@ -194,8 +194,8 @@ fn device_gauges(ledger: &Ledger) -> SortedGauges {
     info
 }
 
-fn register_findings(reg: &mut Registry, findings: &[Finding]) {
-    let (count, bytes) = finding_gauges(findings);
+fn register_findings(reg: &mut Registry, ledger: &Ledger, findings: &[Finding], series: Series) {
+    let (count, bytes) = finding_gauges(ledger, findings, series);
     reg.register(
         "gpuledger_findings",
         "Number of current findings by kind and severity",
@@ -203,7 +203,7 @@ fn register_findings(reg: &mut Registry, findings: &[Finding]) {
     );
     reg.register(
         "gpuledger_finding_bytes",
-        "Bytes behind each current finding; findings of zero bytes are counted in gpuledger_findings only",
+        "Bytes behind each current finding, with its process's job labels; findings of zero bytes are counted in gpuledger_findings only",
         bytes,
     );
     reg.register(
@@ -213,7 +213,13 @@ fn register_findings(reg: &mut Registry, findings: &[Finding]) {
     );
 }
 
-fn finding_gauges(findings: &[Finding]) -> (SortedGauges, SortedGauges) {
+/// `gpuledger_findings` and `gpuledger_finding_bytes`: the latter per finding, with its process's
+/// job labels (and its pid unless `series` is per job).
+fn finding_gauges(
+    ledger: &Ledger,
+    findings: &[Finding],
+    series: Series,
+) -> (SortedGauges, SortedGauges) {
     let (mut count, mut bytes) = (SortedGauges::default(), SortedGauges::default());
     for f in findings {
         let kind = l(&[
@@ -230,14 +236,21 @@ fn finding_gauges(findings: &[Finding]) -> (SortedGauges, SortedGauges) {
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default();
         let mut labels = kind;
+        if series == Series::PerProcess {
+            let pid = f.pid.map(|p| p.to_string()).unwrap_or_default();
+            labels.push(("pid".into(), pid));
+        }
         labels.extend(l(&[
-            ("pid", f.pid.map(|p| p.to_string()).unwrap_or_default()),
             ("rank", f.rank.map(|r| r.to_string()).unwrap_or_default()),
             ("device", opt(&f.device)),
             ("peer", opt(&f.peer)),
             ("backing", backing),
         ]));
-        bytes.set(labels, f.bytes);
+        let process = f
+            .pid
+            .and_then(|pid| ledger.processes.iter().find(|p| p.pid == pid));
+        labels.extend(process.map(|p| job_labels(p, series)).unwrap_or_default());
+        bytes.add(labels, f.bytes);
     }
     (count, bytes)
 }
@@ -336,6 +349,7 @@ mod tests {
             &MetricsOptions {
                 min_process_bytes: 64 << 20,
                 max_process_series: 1,
+                ..Default::default()
             },
             &ExporterStats::default(),
         );

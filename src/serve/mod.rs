@@ -1,4 +1,5 @@
-//! `serve`: a Prometheus / OpenMetrics exporter. A background thread samples on the interval and
+//! `serve`: a Prometheus exporter (text format 0.0.4, or OpenMetrics when asked for). A
+//! background thread samples on the interval and
 //! renders the metrics text and the snapshot JSON once; every scrape is served that one rendering
 //! (shared, never copied), so a scrape never costs a /proc scan however often it comes, and slow
 //! readers do not multiply the snapshot in memory.
@@ -8,14 +9,16 @@
 //! and cgroup paths (/snapshot.json). Secrets in command lines and environment values are replaced
 //! unless `--show-cmdline` is given ([`crate::redact`]).
 
+mod classic_text;
 mod conn_table;
 mod connections;
 mod family;
 pub mod metrics;
+mod negotiate;
 mod process_metrics;
 mod sampling;
 mod server;
 
 pub use connections::ConnectionLimits;
-pub use metrics::{render_metrics, ExporterStats, MetricsOptions};
+pub use metrics::{render_metrics, ExporterStats, MetricsOptions, Series};
 pub use server::{serve, ServeError, ServeOptions};

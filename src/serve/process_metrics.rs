@@ -5,7 +5,14 @@
 //! Cardinality is bounded: a process whose resident GPU bytes (all devices and regions) are below
 //! `min_process_bytes` is folded into `pid="other"`, and after `max_process_series` per-process
 //! series every further process is folded there too. Zero values are not written: a process's
-//! empty regions would be most of the exposition and say nothing.
+//! empty regions would be most of the exposition and say nothing. With [`Series::PerJob`] no
+//! series carries `pid`: a job's processes of one rank add up into one series, so a restart does
+//! not start new series.
+//!
+//! Kubernetes labels are named so that they never collide with the target labels the Prometheus
+//! Operator adds (`namespace`, `pod`, `container`, `service`, `endpoint`): `k8s_namespace` and
+//! `k8s_pod` (the pod's name) where the kubelet's log directory names the pod, else only
+//! `k8s_pod_uid`; `k8s_container_id` (the runtime's container id, all the cgroup path gives).
 
 use super::family::{l, Labels, SortedGauges};
 use crate::ledger::{Ledger, ProcessRow, Usage};
@@ -21,6 +28,16 @@ pub(crate) struct ProcessFamilies {
     pub shared: SortedGauges,
 }
 
+/// Which series the per-process families (and `gpuledger_finding_bytes`) are keyed by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Series {
+    /// One series per process: `pid`, `comm`, `rank` and the job labels.
+    #[default]
+    PerProcess,
+    /// No `pid`: one series per job, rank and comm (the processes of one add up).
+    PerJob,
+}
+
 /// Cardinality bounds.
 #[derive(Debug, Clone, Copy)]
 pub struct MetricsOptions {
@@ -28,6 +45,8 @@ pub struct MetricsOptions {
     pub min_process_bytes: u64,
     /// At most this many per-process series; the rest are folded into `pid="other"`.
     pub max_process_series: usize,
+    /// Per process, or per job without `pid`.
+    pub series: Series,
 }
 
 impl Default for MetricsOptions {
@@ -35,6 +54,7 @@ impl Default for MetricsOptions {
         MetricsOptions {
             min_process_bytes: 64 << 20,
             max_process_series: 5000,
+            series: Series::PerProcess,
         }
     }
 }
@@ -53,7 +73,7 @@ pub(crate) fn process_families(ledger: &Ledger, opts: &MetricsOptions) -> Proces
         let keep = resident >= opts.min_process_bytes && series + count <= opts.max_process_series;
         for u in &p.usage {
             for (kind, v) in values(u) {
-                let mut labels = identity(p, keep);
+                let mut labels = identity(p, keep, opts.series);
                 labels.extend(l(&[
                     ("device", u.device.clone()),
                     ("region", u.region.clone()),
@@ -61,7 +81,7 @@ pub(crate) fn process_families(ledger: &Ledger, opts: &MetricsOptions) -> Proces
                 ]));
                 // Job labels only where present, and only on kept series (cardinality).
                 if keep {
-                    labels.extend(job_labels(p));
+                    labels.extend(job_labels(p, opts.series));
                     series += 1;
                 }
                 let family = match kind {
@@ -94,32 +114,38 @@ fn values(u: &Usage) -> impl Iterator<Item = (Kind, u64)> {
     .filter_map(|(k, v)| Some((k, v.filter(|v| *v > 0)?)))
 }
 
-fn job_labels(p: &ProcessRow) -> Labels {
+/// A process's job labels, those it has: the pod's namespace and name (or only its uid where no
+/// name is known), the container id (per process only: a restarted container gets a new one),
+/// the Slurm job.
+pub(crate) fn job_labels(p: &ProcessRow, series: Series) -> Labels {
+    let j = &p.labels;
+    let named = j.pod_name.is_some();
+    let per_process = series == Series::PerProcess;
     [
-        ("namespace", &p.labels.namespace),
-        ("pod", &p.labels.pod),
-        ("pod_name", &p.labels.pod_name),
-        ("container", &p.labels.container),
-        ("job", &p.labels.job),
+        ("k8s_namespace", j.namespace.as_ref().filter(|_| named)),
+        ("k8s_pod", j.pod_name.as_ref()),
+        ("k8s_pod_uid", j.pod.as_ref().filter(|_| !named)),
+        (
+            "k8s_container_id",
+            j.container.as_ref().filter(|_| per_process),
+        ),
+        ("job", j.job.as_ref()),
     ]
     .into_iter()
-    .filter_map(|(k, v)| Some((k.to_string(), v.clone()?)))
+    .filter_map(|(k, v)| Some((k.to_string(), v?.clone())))
     .collect()
 }
 
-/// pid, comm and rank of a kept process, or the `other` bucket's.
-fn identity(p: &ProcessRow, keep: bool) -> Labels {
-    if keep {
-        l(&[
-            ("pid", p.pid.to_string()),
-            ("comm", p.comm.clone()),
-            ("rank", p.rank.map(|r| r.to_string()).unwrap_or_default()),
-        ])
+/// pid (per process only), comm and rank of a kept process, or the `other` bucket's.
+fn identity(p: &ProcessRow, keep: bool, series: Series) -> Labels {
+    let (pid, comm, rank) = if keep {
+        let rank = p.rank.map(|r| r.to_string()).unwrap_or_default();
+        (p.pid.to_string(), p.comm.clone(), rank)
     } else {
-        l(&[
-            ("pid", "other".into()),
-            ("comm", "other".into()),
-            ("rank", String::new()),
-        ])
+        ("other".into(), "other".into(), String::new())
+    };
+    match series {
+        Series::PerProcess => l(&[("pid", pid), ("comm", comm), ("rank", rank)]),
+        Series::PerJob => l(&[("comm", comm), ("rank", rank)]),
     }
 }

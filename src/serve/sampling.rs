@@ -1,8 +1,11 @@
-//! The exporter's sampling side: one rendering of `/metrics` and `/snapshot.json` per sample,
+//! The exporter's sampling side: one rendering of `/metrics` (in each exposition format) and
+//! `/snapshot.json` per sample,
 //! shared by every scrape. Each body is an [`Bytes`] (reference-counted): a scrape, however slow
 //! its reader, holds a reference to the one rendering, never a copy of it.
 
+use super::classic_text::classic_text;
 use super::metrics::{render_metrics, ExporterStats, MetricsOptions};
+use super::negotiate::Exposition;
 use crate::findings::window::Since;
 use crate::findings::{Finding, Thresholds};
 use crate::knowledge::Base;
@@ -13,13 +16,31 @@ use crate::sampler::{SampleError, Sampler};
 use axum::body::Bytes;
 use std::time::Instant;
 
-/// The latest rendering of both documents.
+/// The latest rendering of every document.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Latest {
-    /// `/metrics`.
-    pub metrics: Bytes,
+    /// `/metrics` in OpenMetrics text.
+    pub openmetrics: Bytes,
+    /// `/metrics` in the classic text format 0.0.4, derived from the OpenMetrics rendering.
+    pub classic: Bytes,
     /// `/snapshot.json`.
     pub snapshot: Bytes,
+}
+
+impl Latest {
+    /// `/metrics` in `exposition` (a reference count, not a copy).
+    pub fn metrics(&self, exposition: Exposition) -> Bytes {
+        match exposition {
+            Exposition::OpenMetrics => self.openmetrics.clone(),
+            Exposition::Classic => self.classic.clone(),
+        }
+    }
+
+    /// Sets both `/metrics` renderings from the OpenMetrics text.
+    fn set_metrics(&mut self, openmetrics: String) {
+        self.classic = Bytes::from(classic_text(&openmetrics));
+        self.openmetrics = Bytes::from(openmetrics);
+    }
 }
 
 /// What a sample is rendered with.
@@ -84,7 +105,7 @@ impl Renderer {
             self.stats.failed_samples = self.stats.failed_samples.saturating_add(1);
             if let Some((ledger, findings)) = &self.last {
                 let text = render_metrics(ledger, findings, &self.opts.metrics, &self.stats);
-                self.latest.metrics = Bytes::from(text);
+                self.latest.set_metrics(text);
             }
         }
         self.latest()
@@ -107,10 +128,8 @@ impl Renderer {
         let snapshot = Bytes::from(json::render(&ledger, &findings));
         self.stats.scan_seconds = started.elapsed().as_secs_f64();
         let metrics = render_metrics(&ledger, &findings, &self.opts.metrics, &self.stats);
-        self.latest = Latest {
-            metrics: Bytes::from(metrics),
-            snapshot,
-        };
+        self.latest.snapshot = snapshot;
+        self.latest.set_metrics(metrics);
         self.last = Some((ledger, findings));
         Ok(())
     }

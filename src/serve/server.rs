@@ -1,14 +1,15 @@
-//! The HTTP side of `serve` (axum routes on hyper connections, a small tokio runtime): `/metrics`, `/healthz`,
-//! `/snapshot.json`, and `/` linking them.
+//! The HTTP side of `serve` (axum routes on hyper connections, a small tokio runtime): `/metrics`
+//! (negotiated: [`Exposition`]), `/healthz`, `/snapshot.json`, and `/` linking them.
 
 use super::connections::{self, ConnectionLimits};
 use super::metrics::MetricsOptions;
+use super::negotiate::Exposition;
 use super::sampling::{Latest, RenderOptions, Renderer};
 use crate::findings::window::Since;
 use crate::findings::Thresholds;
 use crate::ledger::Filter;
 use crate::sampler::Sampler;
-use axum::http::header;
+use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -40,9 +41,6 @@ pub struct ServeOptions {
     pub since: Since,
 }
 
-/// The content type of `/metrics`.
-const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
 /// The exporter could not run.
 #[derive(Debug, Error)]
 pub enum ServeError {
@@ -66,7 +64,8 @@ pub enum ServeError {
 const INDEX: &str =
     "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpuledger</title></head><body>\
 <h1>gpuledger exporter</h1><ul>\
-<li><a href=\"/metrics\">/metrics</a>: Prometheus / OpenMetrics</li>\
+<li><a href=\"/metrics\">/metrics</a>: Prometheus text format 0.0.4, or OpenMetrics when the \
+request's Accept asks for it</li>\
 <li><a href=\"/snapshot.json\">/snapshot.json</a>: the gpuledger.snapshot/1 document</li>\
 <li><a href=\"/healthz\">/healthz</a>: liveness</li>\
 </ul></body></html>\n";
@@ -133,9 +132,11 @@ fn router(latest: Arc<RwLock<Latest>>) -> Router {
     Router::new()
         .route(
             "/metrics",
-            get(move || {
-                let body = current().metrics;
-                async move { ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response() }
+            get(move |headers: HeaderMap| {
+                let exposition = Exposition::negotiate(&headers);
+                let body = current().metrics(exposition);
+                let content_type = exposition.content_type();
+                async move { ([(header::CONTENT_TYPE, content_type)], body).into_response() }
             }),
         )
         .route("/", get(|| async { axum::response::Html(INDEX) }))

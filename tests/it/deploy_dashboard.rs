@@ -162,3 +162,51 @@ fn alert_and_rule_queries_name_exported_metrics() {
         assert!(line.contains("severity!=\"info\""), "{line}");
     }
 }
+
+/// A Markdown heading's anchor as GitHub and most renderers make it: lower case, spaces as `-`,
+/// other punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn every_alert_has_a_runbook_url_into_the_docs() {
+    let alerts = deploy("alerts.yml");
+    let names: Vec<&str> = alerts
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        .collect();
+    let urls: Vec<&str> = alerts
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("runbook_url: "))
+        .map(|u| u.trim_matches('"'))
+        .collect();
+    assert_eq!(
+        names.len(),
+        urls.len(),
+        "one runbook_url per alert: {urls:?}"
+    );
+    for (name, url) in names.iter().zip(&urls) {
+        let (file, fragment) = url.split_once('#').unwrap_or_else(|| panic!("{url}"));
+        let doc = read(&repo_path(file));
+        let anchors: Vec<String> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("## "))
+            .map(anchor)
+            .collect();
+        assert_eq!(fragment, anchor(name), "{name}: {url}");
+        assert!(
+            anchors.iter().any(|a| a == fragment),
+            "{url}: no such section in {file}"
+        );
+    }
+}

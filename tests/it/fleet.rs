@@ -106,7 +106,10 @@ fn metrics(s: &Server) -> String {
     s.get("/metrics")
 }
 
-fn fleet_config(dir: &Path, a: &Server, b: &Server) -> PathBuf {
+/// A Prometheus config scraping `a` and `b`, each target labelled `node` = a, b when `nodes`
+/// (as the ServiceMonitor does), or plain static targets as a scrape config without relabelling
+/// has them.
+fn fleet_config(dir: &Path, a: &Server, b: &Server, nodes: bool) -> PathBuf {
     let alerts = dir.join("alerts.yml");
     std::fs::write(&alerts, fast_alerts()).unwrap();
     let target = |s: &Server| s.base.trim_start_matches("http://").to_string();
@@ -117,12 +120,22 @@ fn fleet_config(dir: &Path, a: &Server, b: &Server) -> PathBuf {
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
              rule_files: [\"{}\", \"{}\"]\n\
              scrape_configs:\n  - job_name: gpuledger\n    static_configs:\n\
-             \x20     - targets: [\"{}\"]\n        labels: {{node: a}}\n\
-             \x20     - targets: [\"{}\"]\n        labels: {{node: b}}\n",
+             \x20     - targets: [\"{}\"]\n{}\
+             \x20     - targets: [\"{}\"]\n{}",
             alerts.display(),
             deploy().join("recording-rules.yml").display(),
             target(a),
+            if nodes {
+                "        labels: {node: a}\n"
+            } else {
+                ""
+            },
             target(b),
+            if nodes {
+                "        labels: {node: b}\n"
+            } else {
+                ""
+            },
         ),
     )
     .unwrap();
@@ -161,7 +174,7 @@ fn peer_mirror_alert_fires_for_the_node_with_the_pattern_only() {
         text_b.contains("kind=\"peer_mirror\"") && pinned_mirror_bytes(&text_b) == 0.0,
         "node b mirrors without pinning:\n{text_b}"
     );
-    let config = fleet_config(tmp.path(), &a, &b);
+    let config = fleet_config(tmp.path(), &a, &b, true);
     let p = Prometheus::start(&prom, &config, &tmp.path().join("data"));
     let rule = "exported_job:gpuledger_peer_mirror_pinned_bytes:sum";
     let deadline = Instant::now() + Duration::from_secs(45);
@@ -236,10 +249,75 @@ fn dashboard_has_a_job_and_node_view() {
         }
     }
     assert!(
-        exprs.iter().any(|e| e.starts_with("sum by (node)")),
-        "a per-node panel"
+        exprs
+            .iter()
+            .any(|e| e.starts_with("sum by (node, instance)")),
+        "a per-node panel (per instance where no node label is added)"
     );
     let rule = "exported_job:gpuledger_peer_mirror_pinned_bytes:sum";
     assert!(exprs.iter().any(|e| e.starts_with(rule)));
     assert!(read(&deploy().join("recording-rules.yml")).contains(&format!("record: {rule}")));
+}
+
+/// Every dashboard query, its variables at "All" (`.*`, as the dashboard's allValue).
+fn dashboard_queries() -> Vec<(String, String)> {
+    let d: Value = serde_json::from_str(&read(&deploy().join("grafana-dashboard.json"))).unwrap();
+    let mut out = Vec::new();
+    for p in d["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let mut q = t["expr"].as_str().unwrap().to_string();
+            for var in ["$node", "$instance", "$job"] {
+                q = q.replace(var, ".*");
+            }
+            out.push((p["title"].as_str().unwrap().to_string(), q));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_dashboard_panel_has_data_without_a_node_label() {
+    let Some(prom) = prometheus() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let a = serve_root(
+        &node_tree(tmp.path(), "a", "pinned"),
+        &["--interval", "250ms"],
+    );
+    let b = serve_root(
+        &node_tree(tmp.path(), "b", "registered-only"),
+        &["--interval", "250ms", "--series", "per-job"],
+    );
+    let config = fleet_config(tmp.path(), &a, &b, false);
+    let p = Prometheus::start(&prom, &config, &tmp.path().join("data"));
+    let queries = dashboard_queries();
+    assert!(queries.len() >= 8, "{queries:?}");
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let mut empty = queries.clone();
+    while !empty.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "panels without data after 45 s with no node label: {empty:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        empty.retain(|(_, q)| {
+            let result = p.api("query", Some(q)).map(|d| d["result"].clone());
+            result.is_none_or(|r| r.as_array().is_none_or(|r| r.is_empty()))
+        });
+    }
+    // The per-node panels tell the two nodes apart (by instance, with no node label).
+    for (title, q) in queries
+        .iter()
+        .filter(|(_, q)| q.starts_with("sum by (node"))
+    {
+        let r = p.api("query", Some(q)).unwrap();
+        let instances: std::collections::BTreeSet<&str> = r["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["metric"]["instance"].as_str())
+            .collect();
+        assert_eq!(instances.len(), 2, "{title}: {q}\n{r}");
+    }
 }

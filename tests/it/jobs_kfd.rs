@@ -100,6 +100,20 @@ fn kfd_processes_are_merged_without_double_counting() {
     assert_eq!(doc["devices"][0]["vram_total"], 192u64 << 30);
 }
 
+/// The label names of a sample line (`name{k="v",…} value`; these values hold no `"`).
+fn label_names(line: &str) -> Vec<&str> {
+    let inner = line.split_once('{').and_then(|(_, r)| r.rsplit_once('}'));
+    inner
+        .map(|(labels, _)| {
+            labels
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, _)| k)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[test]
 fn metrics_carry_job_labels_only_when_present() {
     let s = serve_root(&fixture("k8s-slurm-dmem"), &["--min-process-bytes", "1MiB"]);
@@ -108,23 +122,89 @@ fn metrics_carry_job_labels_only_when_present() {
         .lines()
         .find(|l| l.starts_with("gpuledger_process_memory_bytes{pid=\"5001\""))
         .unwrap();
+    // Namespace and name from the kubelet's /var/log/pods/<namespace>_<name>_<uid>, under names
+    // the Prometheus Operator's target labels (namespace, pod, container) do not collide with.
     assert!(
-        pod_line.contains("pod=\"3f2a1b4c-5d6e-7f80-9a1b-2c3d4e5f6a7b\"")
-            && pod_line.contains("container=\""),
+        pod_line.contains(
+            "k8s_namespace=\"ml-team\",k8s_pod=\"trainer-0\",k8s_container_id=\"0123456789abcdef"
+        ),
         "{pod_line}"
     );
-    // Namespace and name from the kubelet's /var/log/pods/<namespace>_<name>_<uid>.
-    assert!(
-        pod_line.contains("namespace=\"ml-team\"") && pod_line.contains("pod_name=\"trainer-0\""),
-        "{pod_line}"
-    );
+    for taken in ["namespace", "pod", "container", "pod_name", "k8s_pod_uid"] {
+        assert!(
+            !label_names(pod_line).contains(&taken),
+            "{taken}: {pod_line}"
+        );
+    }
     let slurm_line = text
         .lines()
         .find(|l| l.starts_with("gpuledger_process_memory_bytes{pid=\"5002\""))
         .unwrap();
     assert!(
-        slurm_line.contains("job=\"4242\"") && !slurm_line.contains("pod="),
+        slurm_line.contains("job=\"4242\"") && !slurm_line.contains("k8s_"),
         "{slurm_line}"
+    );
+}
+
+#[test]
+fn a_pod_whose_name_is_unknown_is_labelled_by_its_uid() {
+    let (_tmp, tree) = fixture_copy("k8s-slurm-dmem");
+    std::fs::remove_dir_all(tree.join("var/log/pods")).unwrap();
+    let s = serve_root(&tree, &["--min-process-bytes", "1MiB"]);
+    let text = s.get("/metrics");
+    let pod_line = text
+        .lines()
+        .find(|l| l.starts_with("gpuledger_process_memory_bytes{pid=\"5001\""))
+        .unwrap();
+    assert!(
+        pod_line.contains("k8s_pod_uid=\"3f2a1b4c-5d6e-7f80-9a1b-2c3d4e5f6a7b\""),
+        "{pod_line}"
+    );
+    let names = label_names(pod_line);
+    assert!(
+        !names.contains(&"k8s_pod") && !names.contains(&"k8s_namespace"),
+        "{pod_line}"
+    );
+}
+
+#[test]
+fn per_job_series_carry_no_pid_and_add_up_the_ranks_processes() {
+    let root = fixture("k8s-slurm-dmem");
+    let per_process = serve_root(&root, &["--min-process-bytes", "1MiB"]).get("/metrics");
+    let per_job = serve_root(
+        &root,
+        &["--min-process-bytes", "1MiB", "--series", "per-job"],
+    )
+    .get("/metrics");
+    let series = |text: &str, name: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .map(String::from)
+            .collect()
+    };
+    for name in ["gpuledger_process_memory_bytes", "gpuledger_finding_bytes"] {
+        let (a, b) = (series(&per_process, name), series(&per_job, name));
+        assert_eq!(a.is_empty(), b.is_empty(), "{name}");
+        assert!(b.iter().all(|l| !label_names(l).contains(&"pid")), "{b:#?}");
+        assert!(
+            b.iter()
+                .all(|l| !label_names(l).contains(&"k8s_container_id")),
+            "{b:#?}"
+        );
+        let total = |v: &[String]| -> f64 {
+            v.iter()
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+                .sum()
+        };
+        assert_eq!(total(&a), total(&b), "{name}: the same bytes, fewer keys");
+        assert!(b.len() <= a.len());
+    }
+    let rank0 = series(&per_job, "gpuledger_process_memory_bytes");
+    assert!(
+        rank0
+            .iter()
+            .any(|l| l.contains("rank=\"0\"") && l.contains("k8s_pod=\"trainer-0\"")),
+        "{rank0:#?}"
     );
 }
 

@@ -112,7 +112,8 @@ fn concurrent_scrapes_are_all_answered_and_memory_stays_flat() {
                     let (mut ok, mut failed, mut lat) = (0, 0, Vec::new());
                     while Instant::now() < end {
                         let t = Instant::now();
-                        match agent.get(&url).call().map(|r| r.into_string()) {
+                        let req = agent.get(&url).set("Accept", PROMETHEUS_ACCEPT);
+                        match req.call().map(|r| r.into_string()) {
                             Ok(Ok(body)) if body.ends_with("# EOF\n") => ok += 1,
                             _ => failed += 1,
                         }
@@ -263,7 +264,7 @@ fn malformed_requests_and_slow_clients_do_not_stop_it() {
         .collect();
     assert!(slow.len() >= 250);
     let t = Instant::now();
-    assert!(s.get("/metrics").ends_with("# EOF\n"));
+    assert!(s.openmetrics().ends_with("# EOF\n"));
     assert!(
         t.elapsed() < Duration::from_secs(2),
         "answers others while slow clients hang"
@@ -303,19 +304,23 @@ fn hostile_process_names_cannot_inject_series() {
 
     let plain = serve_root(&fixture("seed-2622"), &["--interval", "1s"]);
     let evil = serve_root(&tree, &["--interval", "200ms"]);
-    let want = exposition::parse(&plain.get("/metrics")).unwrap();
-    let text = evil.get("/metrics");
+    let want = exposition::parse(&plain.openmetrics()).unwrap();
+    let text = evil.openmetrics();
     let got = exposition::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert!(!text.contains("\ngpuledger_fake_metric"), "{text}");
-    // Expected: the plain fixture's series, with pid 116400 named EVIL and carrying job=EVIL.
+    // Expected: the plain fixture's series, with pid 116400 named EVIL and its series and
+    // findings carrying job=EVIL.
     let expected: Vec<_> = want
         .iter()
         .filter(|s| !timed(&s.name))
         .map(|s| {
             let mut labels = s.labels.clone();
-            let evil_process = s.name.starts_with("gpuledger_process_memory")
-                && labels.contains(&("pid".into(), "116400".into()));
-            if evil_process {
+            let evil_pid = labels.contains(&("pid".into(), "116400".into()));
+            // Its findings carry its job label too.
+            if evil_pid && s.name == "gpuledger_finding_bytes" {
+                labels.push(("job".into(), EVIL.into()));
+            }
+            if evil_pid && s.name.starts_with("gpuledger_process_memory") {
                 for (k, v) in labels.iter_mut() {
                     if k == "comm" {
                         *v = EVIL.into();
@@ -343,7 +348,7 @@ fn hostile_process_names_cannot_inject_series() {
     std::thread::sleep(Duration::from_millis(500));
     let untimed =
         |t: &str| -> Vec<String> { t.lines().filter(|l| !timed(l)).map(String::from).collect() };
-    assert_eq!(untimed(&evil.get("/metrics")), untimed(&text));
+    assert_eq!(untimed(&evil.openmetrics()), untimed(&text));
 }
 
 proptest::proptest! {
@@ -403,7 +408,7 @@ fn idle_connection_flood_does_not_starve_real_clients() {
     for _ in 0..5 {
         let one = Instant::now();
         assert_eq!(s.get("/healthz"), "ok\n");
-        assert!(s.get("/metrics").ends_with("# EOF\n"));
+        assert!(s.openmetrics().ends_with("# EOF\n"));
         assert!(
             one.elapsed() < Duration::from_secs(3),
             "{:?}",

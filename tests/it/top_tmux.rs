@@ -184,6 +184,16 @@ fn top_scrolls_sixty_four_ranks_and_counts_what_it_hides() {
                 "hidden devices counted",
             ),
             (first.contains("processes 64 (sorted by rank"), "title"),
+            (
+                first.contains("machine       driver-held "),
+                "the machine's history",
+            ),
+            (
+                first.lines().any(|l| {
+                    l.contains("pid 4001 ") && l.contains(" host ") && l.contains(" local ")
+                }),
+                "the history of the process at the top",
+            ),
         ];
         for (ok, what) in checks {
             if !ok {

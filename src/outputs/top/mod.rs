@@ -2,6 +2,7 @@
 //! panic (ratatui's init installs the hook). Keys change the [`Model`]; the frame is drawn from the
 //! sampled [`State`] and the model.
 
+pub mod history;
 mod model;
 mod rows;
 mod view;
@@ -9,11 +10,11 @@ mod view;
 pub use model::{Flow, Model, Pane, Scroll};
 
 use crate::findings::{Finding, Thresholds};
-use crate::ledger::{Filter, Ledger, MemClass};
+use crate::ledger::{Filter, Ledger};
 use crate::observe::{KernelLog, Observer};
 use crate::sampler::{SampleError, Sampler};
+use history::History;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
-use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::Duration;
 
@@ -39,17 +40,8 @@ pub struct State {
     pub ledger: Ledger,
     /// Its findings, most severe first (the library's order).
     pub findings: Vec<Finding>,
-    /// Host-class and device-local totals of the last samples, oldest first.
-    pub history: VecDeque<(u64, u64)>,
-}
-
-const HISTORY: usize = 300;
-
-fn totals(l: &Ledger) -> (u64, u64) {
-    (
-        l.resident_total(MemClass::Host),
-        l.resident_total(MemClass::Device),
-    )
+    /// The last samples' series, for the sparklines.
+    pub history: History,
 }
 
 /// One sample: the shown ledger and the findings about it, computed on the whole machine.
@@ -90,10 +82,7 @@ impl State {
     /// Takes a new sample in.
     fn push(&mut self, ledger: Ledger, findings: Vec<Finding>) {
         self.findings = findings;
-        self.history.push_back(totals(&ledger));
-        while self.history.len() > HISTORY {
-            self.history.pop_front();
-        }
+        self.history.push(&ledger);
         self.ledger = ledger;
     }
 }
@@ -107,9 +96,10 @@ pub fn run(mut sampler: Sampler, opts: &TopOptions, t: &Thresholds) -> Result<()
     let (first, findings) = sample(&mut sampler, &opts.filter, &mut observer)?;
     let mut state = State {
         findings,
-        history: VecDeque::from([totals(&first)]),
+        history: History::default(),
         ledger: first,
     };
+    state.history.push(&state.ledger);
     let mut model = Model::new(opts.sort);
     let samples = spawn_sampler(sampler, opts.filter.clone(), observer, opts.interval);
     // crossterm reads NO_COLOR itself; the binary has already decided, with --color too.

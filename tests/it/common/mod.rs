@@ -12,9 +12,13 @@ pub use tools::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The built gpuledger binary.
+/// The built gpuledger binary, its text 80 columns wide (`COLUMNS=80`: piped text is otherwise
+/// not folded, and the goldens and layout tests read the folded form); `tests/it/piped.rs`
+/// removes it.
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gpuledger"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuledger"));
+    cmd.env("COLUMNS", "80");
+    cmd
 }
 
 /// `<repository>/<rel>`.

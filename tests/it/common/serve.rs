@@ -36,16 +36,31 @@ impl Server {
         }
     }
 
-    /// The body of `GET <base><path>`, which must answer 200 within 10 s.
+    /// The body of `GET <base><path>` (no `Accept`: /metrics in the classic text format), which
+    /// must answer 200 within 10 s.
     pub fn get(&self, path: &str) -> String {
-        ureq::get(&format!("{}{path}", self.base))
-            .timeout(Duration::from_secs(10))
-            .call()
-            .unwrap_or_else(|e| panic!("GET {path}: {e}"))
-            .into_string()
-            .expect("a text body")
+        self.get_as(path, None).1
+    }
+
+    /// `/metrics` as Prometheus asks for it: OpenMetrics.
+    pub fn openmetrics(&self) -> String {
+        self.get_as("/metrics", Some(PROMETHEUS_ACCEPT)).1
+    }
+
+    /// The `Content-Type` and body of `GET <base><path>` with `Accept: accept` when given.
+    pub fn get_as(&self, path: &str, accept: Option<&str>) -> (String, String) {
+        let mut req = ureq::get(&format!("{}{path}", self.base)).timeout(Duration::from_secs(10));
+        if let Some(a) = accept {
+            req = req.set("Accept", a);
+        }
+        let resp = req.call().unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let content_type = resp.header("Content-Type").unwrap_or_default().to_string();
+        (content_type, resp.into_string().expect("a text body"))
     }
 }
+
+/// The `Accept` header Prometheus scrapes with (its default scrape protocols).
+pub const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {

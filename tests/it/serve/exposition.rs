@@ -181,15 +181,18 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
                 ("region", u.region.clone()),
                 ("class", "host".to_string()),
             ];
+            // Kubernetes labels under names the Prometheus Operator does not add: the pod's
+            // namespace and name where known, else only its uid.
             let j = &p.labels;
+            let named = j.pod_name.is_some();
             for (k, v) in [
-                ("namespace", &j.namespace),
-                ("pod", &j.pod),
-                ("pod_name", &j.pod_name),
-                ("container", &j.container),
-                ("job", &j.job),
+                ("k8s_namespace", j.namespace.as_ref().filter(|_| named)),
+                ("k8s_pod", j.pod_name.as_ref()),
+                ("k8s_pod_uid", j.pod.as_ref().filter(|_| !named)),
+                ("k8s_container_id", j.container.as_ref()),
+                ("job", j.job.as_ref()),
             ] {
-                l.extend(v.clone().map(|v| (k, v)));
+                l.extend(v.cloned().map(|v| (k, v)));
             }
             expected.insert(
                 l.into_iter()

@@ -6,13 +6,17 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 /// The keys and what they do.
-const KEYS: [(&str, &str); 12] = [
+const KEYS: [(&str, &str); 13] = [
     ("↑ ↓", "scroll the focused pane one row"),
     ("PgUp PgDn", "scroll one page"),
     ("Home End", "first / last rows"),
     (
         "Tab S-Tab",
         "next / previous pane: devices, processes, findings",
+    ),
+    (
+        "",
+        "(the history follows the top row of devices and processes)",
     ),
     ("/", "filter processes by name, pid or command line"),
     ("", "(Enter keeps the filter, Esc clears it)"),

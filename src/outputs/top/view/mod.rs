@@ -11,11 +11,12 @@ use crate::units::human_bytes;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Gauge, Paragraph, Row, Sparkline, Table, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Gauge, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 use std::collections::BTreeMap;
 
 mod help;
+mod history;
 
 fn ratio(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -129,7 +130,8 @@ fn frame_pane(f: &mut Frame, area: Rect, m: &Model, pane: Pane, block: Block<'st
     f.render_widget(block, area);
 }
 
-fn devices_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
+/// Draws the devices pane; returns the device at its top (the one the history follows).
+fn devices_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) -> Option<String> {
     let l = &s.ledger;
     let block = pane_block(m, Pane::Devices, format!(" devices ({}) ", l.devices.len()));
     let inner = block.inner(area);
@@ -138,7 +140,7 @@ fn devices_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
     frame_pane(f, area, m, Pane::Devices, block);
     if l.devices.is_empty() {
         f.render_widget(Paragraph::new("no GPU device"), inner);
-        return;
+        return None;
     }
     let local_of = |dev: &str| -> u64 {
         l.processes
@@ -154,12 +156,15 @@ fn devices_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
         .map(|d| device_line(d, local_of(&d.id), &l.dmem_capacity))
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
+    let top = l.devices.get(m.scroll(Pane::Devices).offset);
+    top.map(|d| d.id.clone())
 }
 
 /// Table width from which the COMMAND column is shown.
 const COMMAND_FROM: u16 = 92;
 
-fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
+/// Draws the processes pane; returns the pid at its top (the one the history follows).
+fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) -> Option<u32> {
     let (rows, shown) = process_rows(&s.ledger, m);
     let total = s
         .ledger
@@ -184,6 +189,7 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
     m.fit(Pane::Processes, rows.len(), page);
     frame_pane(f, area, m, Pane::Processes, block);
     let offset = m.scroll(Pane::Processes).offset;
+    let top = rows.get(offset).map(|r| r.pid);
     let shown = rows.iter().skip(offset).take(page).map(|r| {
         Row::new(vec![
             r.pid.to_string(),
@@ -226,6 +232,7 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) {
         .style(Style::default().add_modifier(Modifier::BOLD)),
     );
     f.render_widget(table, inner);
+    top
 }
 
 /// The findings from the scroll offset on, each in rows of its own, as many as fit; the first
@@ -275,14 +282,34 @@ fn host_gauge(f: &mut Frame, area: Rect, s: &State) {
     let total = h.mem_total.unwrap_or(0);
     let avail = h.mem_available.unwrap_or(0);
     let boxed = area.height >= 3;
-    let label = format!(
-        "{}used {} / {}   available {}   {}",
-        if boxed { "" } else { "host memory: " },
+    let used = format!(
+        "used {} / {}",
         human_bytes(total.saturating_sub(avail)),
-        human_bytes(total),
-        human_bytes(avail),
-        driver_held_line(h.driver_held())
+        human_bytes(total)
     );
+    let held = h.driver_held();
+    let short_held = held.map_or("-".into(), |d| human_bytes(d.bytes));
+    let prefix = if boxed { "" } else { "host memory: " };
+    // The longest that fits: the driver-held breakdown goes first, then the prefix.
+    let width = area.width.saturating_sub(if boxed { 2 } else { 0 }) as usize;
+    let label = [
+        format!(
+            "{prefix}{used}   available {}   {}",
+            human_bytes(avail),
+            driver_held_line(held)
+        ),
+        format!(
+            "{prefix}{used}   available {}   driver-held {short_held}",
+            human_bytes(avail)
+        ),
+        format!(
+            "{used}  available {}  driver-held {short_held}",
+            human_bytes(avail)
+        ),
+    ]
+    .into_iter()
+    .find(|l| l.chars().count() <= width)
+    .unwrap_or_else(|| format!("{used}  driver-held {short_held}"));
     let low = (avail as f64) < total as f64 * 0.1;
     let gauge = Gauge::default()
         .gauge_style(Style::default().fg(if low { Color::Red } else { Color::Green }))
@@ -300,27 +327,23 @@ fn host_gauge(f: &mut Frame, area: Rect, s: &State) {
     f.render_widget(gauge, area);
 }
 
-fn history(f: &mut Frame, area: Rect, s: &State) {
-    let halves =
-        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).split(area);
-    let host_hist: Vec<u64> = s.history.iter().map(|h| h.0).collect();
-    let local_hist: Vec<u64> = s.history.iter().map(|h| h.1).collect();
-    let last = |v: &[u64]| human_bytes(*v.last().unwrap_or(&0));
-    for (rect, data, name, color) in [
-        (halves[0], &host_hist, "host-class", Color::Red),
-        (halves[1], &local_hist, "device-local", Color::Cyan),
-    ] {
-        f.render_widget(
-            Sparkline::default()
-                .block(
-                    Block::default()
-                        .borders(Borders::ALL)
-                        .title(format!(" {name} total {} ", last(data))),
-                )
-                .style(Style::default().fg(color))
-                .data(&data[data.len().saturating_sub(rect.width as usize)..]),
-            rect,
-        );
+/// The history sparklines ([`history::lines`]): boxed with their legend on tall terminals, bare
+/// rows on short ones.
+fn history_pane(f: &mut Frame, area: Rect, s: &State, device: Option<&str>, pid: Option<u32>) {
+    let boxed = area.height >= 5;
+    let block = Block::default().borders(Borders::ALL).title(
+        " history: top row of devices and processes; host = host-class, local = device-local ",
+    );
+    let inner = if boxed { block.inner(area) } else { area };
+    let text: Vec<Line> = history::lines(&s.history, device, pid, inner.width as usize)
+        .into_iter()
+        .map(Line::raw)
+        .collect();
+    let p = Paragraph::new(text).style(Style::default().fg(Color::Cyan));
+    if boxed {
+        f.render_widget(p.block(block), area);
+    } else {
+        f.render_widget(p, area);
     }
 }
 
@@ -355,11 +378,16 @@ struct Heights {
     history: u16,
 }
 
-/// Shares `height` rows: the host box and the sparklines only on tall terminals, devices and
-/// findings as many rows as they need up to a share each, the processes the rest.
+/// Shares `height` rows: the host box and the boxed sparklines only on tall terminals (bare
+/// sparkline rows from 20 rows), devices and findings as many rows as they need up to a share
+/// each, the processes the rest.
 fn heights(height: u16, devices: usize, finding_rows: usize) -> Heights {
     let tall = height >= 34;
-    let (host, history) = if tall { (3, 4) } else { (1, 0) };
+    let (host, history) = match height {
+        34.. => (3, 5),
+        20.. => (1, 3),
+        _ => (1, 0),
+    };
     let avail = height.saturating_sub(host + 1 + history);
     let cap = |n: usize, share: u16| (n.max(1) as u16).min(share.max(2)) + 2;
     Heights {
@@ -392,11 +420,11 @@ pub fn draw(f: &mut Frame, s: &State, m: &mut Model) {
     ])
     .split(f.area());
     host_gauge(f, areas[0], s);
-    devices_pane(f, areas[1], s, m);
-    processes_pane(f, areas[2], s, m);
+    let device = devices_pane(f, areas[1], s, m);
+    let pid = processes_pane(f, areas[2], s, m);
     findings_pane(f, areas[3], lines, s.findings.len(), m);
     if h.history > 0 {
-        history(f, areas[4], s);
+        history_pane(f, areas[4], s, device.as_deref(), pid);
     }
     f.render_widget(Paragraph::new(key_line(m)), areas[5]);
     if m.help {

@@ -396,3 +396,64 @@ fn g_shows_one_row_per_process_with_its_devices_summed() {
         human_bytes(local)
     );
 }
+
+/// seed-2622 after five samples: four with every process's resident bytes halved, then the
+/// fixture itself (so every spark rises at its end).
+fn with_history() -> State {
+    let mut s = fixture_state("seed-2622");
+    let mut half = s.ledger.clone();
+    for u in half.processes.iter_mut().flat_map(|p| p.usage.iter_mut()) {
+        u.resident = u.resident.map(|b| b / 2);
+    }
+    for _ in 0..4 {
+        s.history.push(&half);
+    }
+    s.history.push(&s.ledger);
+    s
+}
+
+#[test]
+fn at_80x24_nothing_is_cut_and_the_history_follows_the_top_rows() {
+    let state = with_history();
+    let mut m = Model::new(SortKey::Rank);
+    let rows = screen(&state, &mut m, 80, 24);
+    assert!(
+        rows[0].trim_end().ends_with("driver-held 25.9 GiB"),
+        "the driver-held total is whole: {rows:#?}"
+    );
+    assert!(rows.iter().all(|r| r.chars().count() == 80));
+    let history = &rows[20..23];
+    assert!(
+        history[0].starts_with("machine       driver-held "),
+        "{rows:#?}"
+    );
+    assert!(history[0].contains("█ 25.9 GiB  host "), "{rows:#?}");
+    assert!(history[1].starts_with("0000:03:00.0  host "), "{rows:#?}");
+    assert!(history[2].starts_with("pid 116400    host "), "{rows:#?}");
+    assert!(history[2].contains("▄▄▄▄█ 9.1 GiB  local "), "{rows:#?}");
+    // Scrolling the panes moves what the history follows (64 ranks on 64 cards: both scroll).
+    let r = ranks64();
+    let mut state = State {
+        ledger: r.ledger.clone(),
+        findings: r.findings.clone(),
+        history: Default::default(),
+    };
+    state.history.push(&state.ledger);
+    let mut m = Model::new(SortKey::Rank);
+    assert!(has(&screen(&state, &mut m, 80, 24), "pid 4001 "));
+    press(&mut m, KeyCode::End);
+    let rows = screen(&state, &mut m, 80, 24);
+    assert!(
+        has(&rows, "pid 4064 ") && !has(&rows, "pid 4001 "),
+        "{rows:#?}"
+    );
+    assert!(has(&rows, "0000:03:00.0  host "), "{rows:#?}");
+    press(&mut m, KeyCode::BackTab);
+    press(&mut m, KeyCode::End);
+    let rows = screen(&state, &mut m, 80, 24);
+    assert!(!has(&rows, "0000:03:00.0  host "), "{rows:#?}");
+    for shape in [(80, 24), (200, 50)] {
+        let rows = screen(&state, &mut Model::new(SortKey::Rank), shape.0, shape.1);
+        assert!(has(&rows, "machine"), "{shape:?}: {rows:#?}");
+    }
+}
