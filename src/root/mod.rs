@@ -297,11 +297,12 @@ const FIRST_READ: usize = 4096;
 fn read_capped(fd: OwnedFd, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     let len = regular_len(&fd, path)?;
     let limit = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
-    let first = usize::try_from(len)
-        .unwrap_or(usize::MAX)
-        .saturating_add(1)
-        .max(FIRST_READ)
-        .min(limit);
+    let first = match usize::try_from(len) {
+        Ok(0) => FIRST_READ,
+        Ok(n) => n.saturating_add(1),
+        Err(_) => usize::MAX,
+    }
+    .min(limit);
     let mut buf: Vec<u8> = Vec::with_capacity(first);
     loop {
         let got = match rustix::io::read(&fd, rustix::buffer::spare_capacity(&mut buf)) {
@@ -322,12 +323,20 @@ fn read_capped(fd: OwnedFd, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     }
 }
 
+/// Bytes of directory entries asked of one `getdents64`: a /proc of a thousand pids, or a
+/// table of a thousand fds, in one or two calls (each call into /proc re-finds its position
+/// among the pids).
+const DIR_BUF: usize = 32 << 10;
+
 /// The names in the open directory `fd` (named `path` in errors), without `.` and `..`; more
-/// than `max` is an error.
+/// than `max` is an error. Read from the start, with `getdents64` on `fd` itself.
 fn list_capped(fd: &OwnedFd, path: &Path, max: usize) -> io::Result<Vec<OsString>> {
-    let mut dir = rustix::fs::Dir::read_from(fd)?;
+    rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))?;
+    let mut buf: Vec<std::mem::MaybeUninit<u8>> = Vec::with_capacity(DIR_BUF);
+    buf.resize(DIR_BUF, std::mem::MaybeUninit::uninit());
+    let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
     let mut out = Vec::new();
-    while let Some(entry) = dir.read() {
+    while let Some(entry) = dir.next() {
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
