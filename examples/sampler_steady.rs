@@ -9,12 +9,17 @@ use gpuledger::root::Root;
 use gpuledger::sampler::{Sampler, SamplerOptions, Scope};
 use std::time::{Duration, Instant};
 
-/// utime + stime of this process from /proc/self/stat, in seconds (USER_HZ = 100).
+/// CPU time of this process's main thread (the sampler's), in seconds: the first field of
+/// /proc/self/schedstat, in ns (utime and stime in /proc/self/stat count 10 ms ticks, too coarse
+/// for a share near 1 %).
 fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
-    let after = &stat[stat.rfind(')').expect("comm") + 2..];
-    let f: Vec<f64> = after.split(' ').map(|x| x.parse().unwrap_or(0.0)).collect();
-    (f[11] + f[12]) / 100.0
+    let text = std::fs::read_to_string("/proc/self/schedstat").expect("read /proc/self/schedstat");
+    let ns: f64 = text
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("schedstat's first field");
+    ns / 1e9
 }
 
 fn main() {
@@ -42,6 +47,7 @@ fn main() {
         let _ = std::fs::write(format!("/tmp/gpuledger-bench-go-{pid}"), b"go");
     }
     let (c0, w0) = (cpu_seconds(), Instant::now());
+    let links0 = sampler.links_read();
     let mut samples = 0u64;
     let mut tables = 0u64;
     let mut seen_after: Option<Duration> = None;
@@ -60,9 +66,10 @@ fn main() {
     let wall = w0.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - c0;
     println!(
-        "steady state at {hz} Hz: {samples} samples in {wall:.1} s, CPU {:.2} % of one core, {:.1} fd tables re-read per sample",
+        "steady state at {hz} Hz: {samples} samples in {wall:.1} s, CPU {:.2} % of one core, {:.1} fd tables re-read and {:.1} links read per sample",
         cpu / wall * 100.0,
-        tables as f64 / samples.max(1) as f64
+        tables as f64 / samples.max(1) as f64,
+        (sampler.links_read() - links0) as f64 / samples.max(1) as f64
     );
     if watch.is_some() {
         match seen_after {

@@ -5,16 +5,18 @@
 //! inside the root (`..` and absolute targets are clamped at the root, as with openat2's
 //! RESOLVE_IN_ROOT), only regular files are read, and each read is capped.
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::OFlags;
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use thiserror::Error;
 
+mod in_root;
 mod user_tree;
+use in_root::TreeTop;
 pub use user_tree::{Chunk, UserTree};
 
 /// Largest file read from a root; longer files are an error, never silently truncated.
@@ -52,6 +54,8 @@ pub struct Root {
     label: String,
     /// Where `proc/` lives when it is not `<base>/proc` (the host's /proc mounted in a container).
     proc_dir: Option<PathBuf>,
+    /// A tree's top directory, open for `openat2(RESOLVE_IN_ROOT)`; `None` on the live machine.
+    top: Option<TreeTop>,
     _extracted: Option<tempfile::TempDir>,
 }
 
@@ -63,6 +67,7 @@ impl Root {
             live: true,
             label: "/".into(),
             proc_dir: None,
+            top: None,
             _extracted: None,
         }
     }
@@ -83,6 +88,7 @@ impl Root {
                 return Ok(Root::live());
             }
             return Ok(Root {
+                top: TreeTop::new(&base).ok(),
                 base,
                 live: false,
                 label,
@@ -98,6 +104,7 @@ impl Root {
         let dir = crate::archive::extract(path)?;
         let base = crate::archive::tree_base(dir.path());
         Ok(Root {
+            top: TreeTop::new(&base).ok(),
             base,
             live: false,
             label,
@@ -156,10 +163,7 @@ impl Root {
             };
             hops += 1;
             if hops > MAX_LINK_HOPS {
-                return Err(io::Error::other(format!(
-                    "too many levels of symbolic links under {}",
-                    rel.display()
-                )));
+                return Err(in_root::too_many_links(rel));
             }
             if link.is_absolute() {
                 done.clear();
@@ -181,10 +185,14 @@ impl Root {
     /// Reads a whole regular file of at most `cap` bytes (for files known to be long, such as
     /// `/proc/PID/smaps`).
     pub fn read_capped(&self, rel: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
-        let path = self.resolve(rel.as_ref(), true)?;
-        // A captured root's path is fully resolved already; refusing a final symlink there is a
-        // second guard. The live machine's own links (/etc/os-release) are followed.
-        read_regular(&path, cap, !self.live)
+        let rel = rel.as_ref();
+        let fd = self.open_in(rel, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC)?;
+        read_capped(fd, &self.shown(rel), cap)
+    }
+
+    /// `rel` as messages name it: below the root's path.
+    fn shown(&self, rel: &Path) -> PathBuf {
+        self.base.join(strip_root(rel))
     }
 
     /// Reads a file as text, replacing invalid UTF-8.
@@ -194,33 +202,34 @@ impl Root {
 
     /// The text of a symlink, not followed (parents are resolved inside the root).
     pub fn read_link(&self, rel: impl AsRef<Path>) -> io::Result<PathBuf> {
-        let path = self.resolve(rel.as_ref(), false)?;
-        std::fs::read_link(path)
+        let link = self.read_link_in(rel.as_ref())?;
+        Ok(PathBuf::from(OsString::from_vec(link)))
     }
 
     /// Names in a directory.
     pub fn list_dir(&self, rel: impl AsRef<Path>) -> io::Result<Vec<OsString>> {
-        let path = self.resolve(rel.as_ref(), true)?;
-        std::fs::read_dir(path)?
-            .map(|e| e.map(|e| e.file_name()))
-            .collect()
+        self.open_dir(rel)?.names()
     }
 
-    /// `st_size` of `rel` (one `stat`, following links inside the root).
+    /// `st_size` of `rel` (one `stat` on the live machine; in a tree, links followed inside it).
     pub fn size_of(&self, rel: impl AsRef<Path>) -> io::Result<u64> {
-        let path = self.resolve(rel.as_ref(), true)?;
-        Ok(rustix::fs::stat(&path)?.st_size as u64)
+        let rel = rel.as_ref();
+        let st = if self.live && self.proc_dir.is_none() {
+            rustix::fs::stat(self.base.join(strip_root(rel)))?
+        } else {
+            rustix::fs::fstat(self.open_in(rel, OFlags::PATH | OFlags::CLOEXEC)?)?
+        };
+        Ok(st.st_size as u64)
     }
 
     /// Opens a directory for repeated `*at` calls (the per-process `fd/` directory).
     pub fn open_dir(&self, rel: impl AsRef<Path>) -> io::Result<DirHandle> {
-        let path = self.resolve(rel.as_ref(), true)?;
-        let fd = rustix::fs::open(
-            &path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        Ok(DirHandle { fd, path })
+        let rel = rel.as_ref();
+        let fd = self.open_in(rel, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        Ok(DirHandle {
+            fd,
+            path: self.shown(rel),
+        })
     }
 }
 
@@ -264,15 +273,6 @@ fn components(p: &Path) -> impl Iterator<Item = OsString> + '_ {
     })
 }
 
-fn read_regular(path: &Path, cap: u64, nofollow: bool) -> io::Result<Vec<u8>> {
-    let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    if nofollow {
-        flags |= OFlags::NOFOLLOW;
-    }
-    let fd = rustix::fs::open(path, flags, Mode::empty())?;
-    read_capped(fd, path, cap)
-}
-
 /// The length of an open regular file; anything else is an error.
 fn regular_len(fd: &OwnedFd, path: &Path) -> io::Result<u64> {
     let st = rustix::fs::fstat(fd)?;
@@ -285,29 +285,58 @@ fn regular_len(fd: &OwnedFd, path: &Path) -> io::Result<u64> {
     Ok(u64::try_from(st.st_size).unwrap_or(0))
 }
 
+/// Bytes first asked of a file whose `st_size` says nothing (procfs and sysfs files report 0 or
+/// a page): one page holds a whole fdinfo, status or meminfo, so one `read` gets it.
+const FIRST_READ: usize = 4096;
+
 /// Reads the open file `fd` (named `path` in errors) whole: only a regular file, at most `cap`
-/// bytes (longer is an error, never silently truncated).
+/// bytes (longer is an error, never silently truncated). The buffer is sized to hold the file
+/// with a byte to spare, so a file is one `read`; a short read is its end (regular files and
+/// procfs's seq files fill the buffer while they have more), and only a filled buffer is read
+/// on.
 fn read_capped(fd: OwnedFd, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    regular_len(&fd, path)?;
-    let mut buf = Vec::new();
-    std::fs::File::from(fd)
-        .take(cap + 1)
-        .read_to_end(&mut buf)?;
-    if buf.len() as u64 > cap {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{} is larger than {cap} bytes", path.display()),
-        ));
+    let len = regular_len(&fd, path)?;
+    let limit = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
+    let first = match usize::try_from(len) {
+        Ok(0) => FIRST_READ,
+        Ok(n) => n.saturating_add(1),
+        Err(_) => usize::MAX,
     }
-    Ok(buf)
+    .min(limit);
+    let mut buf: Vec<u8> = Vec::with_capacity(first);
+    loop {
+        let got = match rustix::io::read(&fd, rustix::buffer::spare_capacity(&mut buf)) {
+            Err(rustix::io::Errno::INTR) => continue,
+            got => got?,
+        };
+        if buf.len() as u64 > cap {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is larger than {cap} bytes", path.display()),
+            ));
+        }
+        if got == 0 || buf.len() < buf.capacity() {
+            return Ok(buf);
+        }
+        let more = buf.capacity().min(limit - buf.len());
+        buf.reserve_exact(more);
+    }
 }
 
+/// Bytes of directory entries asked of one `getdents64`: a /proc of a thousand pids, or a
+/// table of a thousand fds, in one or two calls (each call into /proc re-finds its position
+/// among the pids).
+const DIR_BUF: usize = 32 << 10;
+
 /// The names in the open directory `fd` (named `path` in errors), without `.` and `..`; more
-/// than `max` is an error.
+/// than `max` is an error. Read from the start, with `getdents64` on `fd` itself.
 fn list_capped(fd: &OwnedFd, path: &Path, max: usize) -> io::Result<Vec<OsString>> {
-    let mut dir = rustix::fs::Dir::read_from(fd)?;
+    rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))?;
+    let mut buf: Vec<std::mem::MaybeUninit<u8>> = Vec::with_capacity(DIR_BUF);
+    buf.resize(DIR_BUF, std::mem::MaybeUninit::uninit());
+    let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
     let mut out = Vec::new();
-    while let Some(entry) = dir.read() {
+    while let Some(entry) = dir.next() {
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {

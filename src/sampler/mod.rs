@@ -5,12 +5,23 @@
 //! sample (fd table and DRM fdinfo); new pids come from the `/proc` listing and get a full fd scan;
 //! every other process has its fd count (`st_size` of `/proc/PID/fd`, Linux ≥ 6.2) checked once per
 //! `check_period` (1 s, so a new DRM client is seen within about a second) and its table re-read
-//! only when the count changed, plus a slow full rotation every `rescan_period` for the rare
-//! open-and-close that keeps the count. fdinfo of a device that runtime PM reports suspended is
+//! only when the count changed, plus a slow rotation every `rescan_period` for the rare
+//! open-and-close that keeps the count.
+//!
+//! Reading a table again costs a `readlink` only for fd numbers that are new since the last read
+//! (and for the GPU fds themselves): a number seen before as a non-GPU fd is known. Every link is
+//! read again (a full read) when the process's start time changed (another process under the
+//! same pid), for a GPU holder once per `check_period`, and for any other process at every
+//! [`FULL_EVERY`]th rotation, staggered by pid so a rotation does a tenth of the full walk: a
+//! number closed and reopened on a GPU device between two checks is seen within
+//! `FULL_EVERY × rescan_period` (5 min) in a process holding no GPU fd yet, within a second in
+//! one that does, and at the next sample with [`SamplerOptions::fresh`]. (A `stat` of
+//! `/proc/PID/fd/N` to compare inodes would cost more than the `readlink` it saves.) fdinfo of a device that runtime PM reports suspended is
 //! re-read only every `asleep_period`, because reading xe fdinfo wakes it; devices (and with them
 //! which are asleep) are re-listed every `device_period`. The periods are measured on the
 //! sampler's [`Clock`], which tests drive by hand ([`Sampler::with_clock`]).
 
+mod fd_numbers;
 mod issues;
 #[cfg(test)]
 mod tests;
@@ -27,12 +38,18 @@ use crate::sources::meminfo::{
 };
 use crate::sources::nvml::{self, NvmlSource};
 use crate::sources::proc_pid::{self as pp, GpuFd, GpuFdKind};
+use fd_numbers::FdNumbers;
 use issues::Outcome;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+
+/// Every how many rotations a process's table is read in full (every link); the rotations in
+/// between read the links of new fd numbers only. Staggered by pid, so each rotation reads a
+/// tenth of the tables in full.
+const FULL_EVERY: u32 = 10;
 
 /// Which processes a sampler looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +120,16 @@ struct Tracked {
     fd_count: Option<u64>,
     last_check: Option<Instant>,
     last_scan: Option<Instant>,
+    /// When every link of the table was last read.
+    last_full: Option<Instant>,
+    /// Rotations (`rescan_period` re-reads) so far: every [`FULL_EVERY`]th reads every link.
+    rotations: u32,
+    /// The fd numbers as last read: a number among them that is no GPU fd needs no `readlink`
+    /// until the next full read.
+    fds: FdNumbers,
+    /// The start time read with the last full read: the same pid with another start time is
+    /// another process, read in full.
+    start_time: Option<u64>,
     gpu: Option<Box<GpuHolder>>,
 }
 
@@ -114,6 +141,10 @@ impl Tracked {
             fd_count: None,
             last_check: None,
             last_scan: None,
+            last_full: None,
+            rotations: 0,
+            fds: FdNumbers::default(),
+            start_time: None,
             gpu: None,
         }
     }
@@ -149,6 +180,8 @@ pub struct Sampler {
     dmem_capacity: BTreeMap<String, u64>,
     /// Where the cadences and the snapshot's time come from.
     clock: Arc<dyn Clock>,
+    /// fd links read since the sampler was made.
+    links_read: u64,
 }
 
 impl Sampler {
@@ -174,6 +207,7 @@ impl Sampler {
             kfd_topology: BTreeMap::new(),
             dmem_capacity: BTreeMap::new(),
             clock: clock::system(),
+            links_read: 0,
         }
         .with_live_nvml()
     }
@@ -207,6 +241,12 @@ impl Sampler {
     /// The root this sampler reads.
     pub fn root(&self) -> &Root {
         &self.root
+    }
+
+    /// fd links (`readlink` calls) read since the sampler was made: the discovery's work,
+    /// which tests and benchmarks compare between samples.
+    pub fn links_read(&self) -> u64 {
+        self.links_read
     }
 
     /// Takes one sample.
@@ -437,15 +477,37 @@ impl Sampler {
         if !must_scan && !changed {
             return Ok(None);
         }
+        let rotation = due(t.last_scan, opts.rescan_period);
+        if rotation {
+            t.rotations = t.rotations.wrapping_add(1);
+        }
+        let start_time = live.then(|| pp::read_start_time(root, pid).ok()).flatten();
+        let full = !live
+            || opts.rescan_period.is_zero()
+            || start_time.is_none()
+            || start_time != t.start_time
+            || match t.gpu {
+                Some(_) => due(t.last_full, opts.check_period),
+                None => rotation && (t.rotations.wrapping_add(pid)) % FULL_EVERY == 0,
+            };
+        let gpu_fds: &[GpuFd] = t.gpu.as_ref().map_or(&[], |g| &g.fds);
+        let known_other =
+            |fd: u32| !full && t.fds.contains(fd) && !gpu_fds.iter().any(|g| g.fd == fd);
         let table = pp::open_fd_dir(root, pid)
-            .and_then(|dir| pp::read_fd_table(root, &dir))
+            .and_then(|dir| pp::read_fd_table(root, &dir, known_other))
             .map_err(|e| failed(stats, e))?;
         stats.fd_tables_read += 1;
+        self.links_read += u64::from(table.links_read);
         for (fd, e) in &table.failed {
             issues::handle(stats, root, &format!("proc/{pid}/fd/{fd}"), e, false);
         }
         t.fd_count = count;
+        t.fds = FdNumbers::new(table.numbers);
         t.last_scan = Some(now);
+        if full {
+            t.last_full = Some(now);
+            t.start_time = start_time;
+        }
         if table.gpu.is_empty() {
             t.gpu = None;
             if !live {

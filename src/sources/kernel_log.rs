@@ -96,11 +96,22 @@ impl WholeLog {
 pub const REREAD: Duration = Duration::from_secs(15);
 
 /// A kernel log read again at most every [`REREAD`], for the views that sample in a loop
-/// (`top`, `serve`): the journal fallback can take seconds, a sample must not.
+/// (`top`, `serve`): the journal fallback can take seconds, a sample must not. The live
+/// `/dev/kmsg` is read whole once and then tailed: its fd stays open after the last record read,
+/// so a later read returns only the records logged since (ref: Documentation/ABI/testing/
+/// dev-kmsg, "every read() returns the next record"), never the whole ring again.
 #[derive(Debug, Default)]
 pub struct LogCache {
     log: WholeLog,
     read_at: Option<Instant>,
+    tail: Option<Tail>,
+}
+
+/// The open live `/dev/kmsg` of a [`LogCache`], and the evidence filter's state between reads.
+#[derive(Debug)]
+struct Tail {
+    kmsg: Kmsg,
+    filter: Evidence,
 }
 
 impl LogCache {
@@ -109,9 +120,31 @@ impl LogCache {
         let fresh = self
             .read_at
             .is_some_and(|t| now.saturating_duration_since(t) < REREAD);
-        if !fresh {
-            self.log = WholeLog::read(root);
-            self.read_at = Some(now);
+        if fresh {
+            return &self.log;
+        }
+        self.read_at = Some(now);
+        match &mut self.tail {
+            Some(t) => {
+                let new = t.kmsg.read_records(MAX_RECORDS);
+                self.log.records.extend(t.filter.keep(new));
+                let over = self.log.records.len().saturating_sub(MAX_RECORDS);
+                self.log.records.drain(..over);
+            }
+            None if root.is_live() => match Kmsg::open_at_start() {
+                Ok(mut kmsg) => {
+                    let mut filter = Evidence::default();
+                    self.log = WholeLog {
+                        records: filter.keep(kmsg.read_records(MAX_RECORDS)),
+                        origin: Some(LogOrigin::DevKmsg),
+                        unreadable: None,
+                        boot_s: boot_time_s(root),
+                    };
+                    self.tail = Some(Tail { kmsg, filter });
+                }
+                Err(_) => self.log = WholeLog::read(root),
+            },
+            None => self.log = WholeLog::read(root),
         }
         &self.log
     }
@@ -155,27 +188,40 @@ fn read_tree(root: &Root) -> Result<Option<Vec<KmsgRecord>>, String> {
 /// the records up to its `Mem-Info:` (the failing task's `CPU: … PID: … Comm: …` line and its
 /// stack), at most [`FAILURE_TAIL`] of them.
 pub fn evidence(records: Vec<KmsgRecord>) -> Vec<KmsgRecord> {
-    let mut out = Vec::new();
-    let mut tail = 0usize;
-    for r in records {
-        let kind = classify(&r);
-        if kind == Some(KernelEvent::PageAllocationFailure) {
-            tail = FAILURE_TAIL;
-            out.push(r);
-        } else if kind.is_some() {
-            out.push(r);
-        } else if tail > 0 {
-            tail = if r.message.starts_with("Mem-Info:") {
-                0
-            } else {
-                tail - 1
-            };
-            if tail > 0 {
+    Evidence::default().keep(records)
+}
+
+/// The filter of [`evidence`], for a log read in pieces: how many records after the last
+/// page-allocation failure are still its task line and stack.
+#[derive(Debug, Default)]
+struct Evidence {
+    tail: usize,
+}
+
+impl Evidence {
+    /// The evidence among `records`, which follow the records this filter saw before.
+    fn keep(&mut self, records: Vec<KmsgRecord>) -> Vec<KmsgRecord> {
+        let mut out = Vec::new();
+        for r in records {
+            let kind = classify(&r);
+            if kind == Some(KernelEvent::PageAllocationFailure) {
+                self.tail = FAILURE_TAIL;
                 out.push(r);
+            } else if kind.is_some() {
+                out.push(r);
+            } else if self.tail > 0 {
+                self.tail = if r.message.starts_with("Mem-Info:") {
+                    0
+                } else {
+                    self.tail - 1
+                };
+                if self.tail > 0 {
+                    out.push(r);
+                }
             }
         }
+        out
     }
-    out
 }
 
 /// `btime` of the root's `proc/stat`: the boot's wall-clock time in seconds since the epoch.
@@ -335,6 +381,29 @@ mod tests {
         ];
         let kept: Vec<u64> = evidence(log).iter().map(|r| r.seq).collect();
         assert_eq!(kept, [2, 3, 4, 7]);
+    }
+
+    #[test]
+    fn evidence_read_in_pieces_is_the_evidence_of_the_whole() {
+        let log: Vec<KmsgRecord> = [
+            "python3: page allocation failure: order:0, mode:0x100dc2(GFP_HIGHUSER)",
+            "CPU: 0 UID: 1000 PID: 4001 Comm: python3 Not tainted 7.1.3 #1",
+            " ttm_pool_alloc+0x2bd/0x690 [ttm]",
+            "Mem-Info:",
+            "usb 1-2: new high-speed USB device",
+            "Out of memory: Killed process 7 (x) total-vm:1kB",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, m)| rec(i as u64, m))
+        .collect();
+        let whole = evidence(log.clone());
+        for cut in 0..=log.len() {
+            let mut filter = Evidence::default();
+            let mut pieces = filter.keep(log[..cut].to_vec());
+            pieces.extend(filter.keep(log[cut..].to_vec()));
+            assert_eq!(pieces, whole, "cut after {cut}");
+        }
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct GpuFd {
 pub struct FdTable {
     /// Number of fds in the table.
     pub count: usize,
+    /// Every fd number in the table.
+    pub numbers: Vec<u32>,
+    /// How many links were read (`readlinkat` calls): the table's cost.
+    pub links_read: u32,
     /// The GPU fds among them.
     pub gpu: Vec<GpuFd>,
     /// Entries whose link could not be read, with the error (on a live machine, usually an fd
@@ -77,20 +81,33 @@ pub fn fd_count(root: &Root, pid: u32) -> io::Result<u64> {
     root.size_of(layout::fd_dir(pid))
 }
 
-/// Reads every link of an fd table and keeps the GPU ones.
-pub fn read_fd_table(root: &Root, dir: &DirHandle) -> io::Result<FdTable> {
+/// Reads the links of an fd table and keeps the GPU ones; the link of a number for which
+/// `known_other` holds is not read (the caller knows it for a non-GPU fd from an earlier read).
+pub fn read_fd_table(
+    root: &Root,
+    dir: &DirHandle,
+    known_other: impl Fn(u32) -> bool,
+) -> io::Result<FdTable> {
     let names = dir.names()?;
     let mut table = FdTable {
         count: names.len(),
+        numbers: Vec::with_capacity(names.len()),
         ..FdTable::default()
     };
     for name in names {
         let Some(fd) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
+        table.numbers.push(fd);
+        if known_other(fd) {
+            continue;
+        }
+        table.links_read += 1;
         let link = match dir.read_link(&name) {
             Ok(link) => link,
             Err(e) => {
+                // Not known: read again next time (the number may be open by then).
+                table.numbers.pop();
                 table.failed.push((fd, e));
                 continue;
             }
@@ -202,6 +219,26 @@ pub fn dev_zero_rss(smaps: &str) -> u64 {
         }
     }
     total
+}
+
+/// The process's start time (`starttime`, field 22 of `/proc/PID/stat`, clock ticks since
+/// boot): with the pid it names one process, whatever pid reuse does.
+pub fn read_start_time(root: &Root, pid: u32) -> io::Result<u64> {
+    let text = root.read(layout::proc_file(pid, "stat"))?;
+    parse_start_time(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("proc/{pid}/stat has no start time"),
+        )
+    })
+}
+
+/// `starttime` of a `/proc/PID/stat` line: the 20th field after the `)` that ends `comm`
+/// (ref: proc_pid_stat(5); comm may hold spaces and parentheses, so the last `)` counts).
+pub fn parse_start_time(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
 }
 
 /// `/proc/PID/fdinfo/N`, whole.
@@ -385,6 +422,25 @@ pub fn parse_maps(text: &str) -> BTreeSet<PathBuf> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn start_time_is_the_twentieth_field_after_comm() {
+        let stat =
+            b"4242 (a b) c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 123 45\n";
+        assert_eq!(parse_start_time(stat), Some(987654));
+        assert_eq!(parse_start_time(b"4242 (x) S 1 2"), None);
+        assert_eq!(parse_start_time(b"no parenthesis"), None);
+        let own = read_start_time(&Root::live(), std::process::id()).unwrap();
+        assert!(own > 0);
+    }
+
+    proptest! {
+        #[test]
+        fn start_time_survives_any_comm(comm in "[ -~]{0,16}", start in any::<u64>()) {
+            let stat = format!("7 ({comm}) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {start} 1 2\n");
+            prop_assert_eq!(parse_start_time(stat.as_bytes()), Some(start));
+        }
+    }
 
     #[test]
     fn classifies_links() {
