@@ -186,7 +186,11 @@ impl Base {
             ));
         }
         check_date(file, "last_checked", &e.last_checked)?;
+        if let Some(u) = &e.updated {
+            check_date(file, "updated", u)?;
+        }
         check_sources(file, e)?;
+        check_measured(file, e)?;
         for d in &e.hardware.devices {
             check_pci_pair(file, "hardware.devices", d)?;
         }
@@ -278,6 +282,48 @@ fn check_sources(file: &str, e: &Entry) -> Result<(), KnowledgeError> {
     }
     if e.claims.iter().any(|c| c.claim.trim().is_empty()) {
         return Err(invalid(file, "claims.claim", "empty claim"));
+    }
+    Ok(())
+}
+
+/// A measured workaround names one of the entry's reports, a date, and host RAM held with it
+/// no larger than without it.
+fn check_measured(file: &str, e: &Entry) -> Result<(), KnowledgeError> {
+    for m in e.workarounds.iter().filter_map(|w| w.measured.as_ref()) {
+        if !e.links.contains(&m.link) {
+            return Err(invalid(
+                file,
+                "workarounds.measured.link",
+                format!("{:?} is not one of the entry's links", m.link),
+            ));
+        }
+        check_date(file, "workarounds.measured.date", &m.date)?;
+        for (field, text) in [
+            ("host_held", &m.host_held),
+            ("baseline_held", &m.baseline_held),
+        ] {
+            if let Err(e) = crate::units::parse_bytes(text) {
+                return Err(invalid(
+                    file,
+                    &format!("workarounds.measured.{field}"),
+                    format!("{text:?}: {e}"),
+                ));
+            }
+        }
+        if m.baseline_held_bytes() == 0 {
+            return Err(invalid(
+                file,
+                "workarounds.measured.baseline_held",
+                "the default run held no host RAM: nothing to compare against",
+            ));
+        }
+        if m.host_held_bytes() > m.baseline_held_bytes() {
+            return Err(invalid(
+                file,
+                "workarounds.measured.host_held",
+                "more than baseline_held: a workaround that holds more is not one",
+            ));
+        }
     }
     Ok(())
 }

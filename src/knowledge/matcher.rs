@@ -9,7 +9,7 @@
 use super::base::{range_of, Base};
 use super::facts::{DeviceFact, Facts};
 use super::next_step::NextStep;
-use super::schema::{Claim, Entry, Hardware, Topology, Workaround};
+use super::schema::{Claim, Entry, Hardware, Quote, Speaker, Topology, Workaround};
 use super::version::Version;
 use super::visible::visible;
 use crate::findings::{Finding, Severity};
@@ -34,6 +34,9 @@ pub struct Match {
     pub links: Vec<String>,
     /// What the entry asserts, each confirmed or suspected.
     pub claims: Vec<Claim>,
+    /// What the component's vendor said on the record (its quotes by `vendor`), kept apart
+    /// from reporters' measurements.
+    pub vendor_statements: Vec<Quote>,
     /// Upstream status.
     pub status: &'static str,
     /// What the job showed of the entry's signature.
@@ -137,13 +140,15 @@ pub fn groups(matches: &[Match]) -> Vec<&[Match]> {
     out
 }
 
-/// A group's step: its first match's, the others' workarounds as alternatives.
+/// A group's step: its first match's workarounds and the others' as alternatives, ranked by what
+/// the reports measured ([`NextStep::rank_by_measurements`]).
 pub fn group_step(group: &[Match]) -> Option<NextStep> {
     let (first, rest) = group.split_first()?;
     let mut step = first.next_step.clone()?;
     for m in rest {
         step.add_alternatives(&m.id, &m.workarounds);
     }
+    step.rank_by_measurements();
     Some(step)
 }
 
@@ -247,6 +252,12 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         workarounds: e.workarounds.clone(),
         links: e.links.clone(),
         claims: e.claims.clone(),
+        vendor_statements: e
+            .quotes
+            .iter()
+            .filter(|q| q.by == Speaker::Vendor)
+            .cloned()
+            .collect(),
         status: e.status.as_str(),
         evidence: evidence.map_or(Evidence::None, |(k, _, _)| k),
         version,

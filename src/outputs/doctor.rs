@@ -158,6 +158,12 @@ fn render_issues(a: &Assessment) -> String {
             out.push_str(&format!("    - {}\n", safe(f)));
         }
         said.extend(m.facts.iter().map(String::as_str));
+        for q in &m.vendor_statements {
+            out.push_str(&format!(
+                "    on the record (vendor, {}, {}): \"{}\"\n",
+                q.date, q.link, q.text
+            ));
+        }
         for c in &m.claims {
             out.push_str(&format!("    {}: {}\n", c.confidence.as_str(), c.claim));
         }
@@ -183,6 +189,9 @@ fn render_next_step(step: &NextStep) -> String {
         "\nNext step ({}):\n  try first: {}\n    caveat: {}\n",
         step.issue, step.first.what, step.first.caveat
     );
+    if let Some(m) = &step.first.measured {
+        out.push_str(&format!("    measured: {}\n", m.sentence()));
+    }
     if let Some(cmd) = &step.experiment {
         out.push_str(&format!("    measure it: {}\n", safe(cmd)));
     }
@@ -194,6 +203,9 @@ fn render_next_step(step: &NextStep) -> String {
             "    - {} ({}; caveat: {})\n",
             alt.workaround.what, alt.issue, alt.workaround.caveat
         ));
+        if let Some(m) = &alt.workaround.measured {
+            out.push_str(&format!("      measured: {}\n", m.sentence()));
+        }
     }
     out
 }

@@ -71,6 +71,7 @@ links = ["https://example.org/1"]
 [[quotes]]
 link = "https://example.org/1"
 date = "2026-08-06"
+by = "reporter"
 text = "+8.07 GiB"
 [[claims]]
 claim = "c"
@@ -81,6 +82,16 @@ introduced = "26.09.37435"
 fixed = "26.40"
 [hardware]
 families = ["bmg"]
+[[workarounds]]
+what = "w"
+caveat = "c"
+[workarounds.measured]
+link = "https://example.org/1"
+date = "2026-10-04"
+setup = "4x B70"
+host_held = "0.3 GiB"
+baseline_held = "12.6 GiB"
+throughput = "unchanged"
 "#;
 
 #[test]
@@ -163,6 +174,41 @@ fn bad_entries_name_the_file_and_the_field() {
                 "[conditions]\nkernel_fixed = \"rc1\"\n[hardware]",
             ),
             "conditions.kernel_fixed",
+        ),
+        (GOOD.replace("by = \"reporter\"", "by = \"someone\""), "by"),
+        (GOOD.replace("by = \"reporter\"\n", ""), "by"),
+        (
+            GOOD.replace(
+                "status = \"open\"",
+                "status = \"open\"\nupdated = \"later\"",
+            ),
+            "updated",
+        ),
+        (
+            GOOD.replace(
+                "link = \"https://example.org/1\"\ndate = \"2026-10-04\"",
+                "link = \"https://example.org/9\"\ndate = \"2026-10-04\"",
+            ),
+            "workarounds.measured.link",
+        ),
+        (
+            GOOD.replace("host_held = \"0.3 GiB\"", "host_held = \"13 GiB\""),
+            "workarounds.measured.host_held",
+        ),
+        (
+            GOOD.replace("host_held = \"0.3 GiB\"", "host_held = \"a little\""),
+            "host_held",
+        ),
+        (
+            GOOD.replace(
+                "baseline_held = \"12.6 GiB\"",
+                "baseline_held = \"0 GiB\"\n",
+            ),
+            "workarounds.measured.baseline_held",
+        ),
+        (
+            GOOD.replace("throughput = \"unchanged\"", "throughput = \"same\""),
+            "throughput",
         ),
     ];
     for (text, field) in cases {
