@@ -230,6 +230,13 @@ impl Base {
                 ));
             }
         }
+        if e.conditions.needs_signature && e.signature.is_none() {
+            return Err(invalid(
+                file,
+                "conditions.needs_signature",
+                "give the [signature] the issue needs",
+            ));
+        }
         if let Some(k) = &e.conditions.kernel_fixed {
             version(file, "conditions.kernel_fixed", k)?;
         }

@@ -220,6 +220,13 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         why.push(kernel_fact(fixed, facts.kernel.as_deref())?);
     }
     let evidence = signature(e, facts);
+    if c.needs_signature && evidence.is_none() {
+        let kind = e
+            .signature
+            .as_ref()
+            .map_or("signature", |s| s.kind.as_str());
+        return Err(format!("no {kind} finding, which the issue needs"));
+    }
     let version = match &e.versions {
         Some(v) => {
             let (check, fact) = version_fact(e, v, facts, evidence.is_some())?;
@@ -228,21 +235,15 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         }
         None => VersionCheck::NotTied,
     };
-    let severity = if e.informational {
-        Severity::Info
-    } else {
-        match &evidence {
-            Some((_, f, fact)) => {
-                why.push(fact.clone());
-                // Without a version, the signature's own severity: the evidence alone.
-                if version == VersionCheck::Unknown {
-                    f.severity
-                } else {
-                    Severity::Critical
-                }
-            }
-            None => Severity::Warning,
-        }
+    if let Some((_, _, fact)) = &evidence {
+        why.push(fact.clone());
+    }
+    let severity = match &evidence {
+        _ if e.informational => Severity::Info,
+        // Without a version, the signature's own severity: the evidence alone.
+        Some((_, f, _)) if version == VersionCheck::Unknown => f.severity,
+        Some(_) => Severity::Critical,
+        None => Severity::Warning,
     };
     Ok(Some(Match {
         id: e.id.clone(),

@@ -201,6 +201,10 @@ pub struct Conditions {
     pub env_workaround: BTreeMap<String, String>,
     /// The Linux release that fixes the defect: a running kernel at or after it does not match.
     pub kernel_fixed: Option<String>,
+    /// The entry matches only when its `[signature]` finding is seen: for defects whose
+    /// hardware and versions are too common to say anything alone.
+    #[serde(default)]
+    pub needs_signature: bool,
 }
 
 /// PCI topology conditions.

@@ -175,6 +175,13 @@ fn bad_entries_name_the_file_and_the_field() {
             ),
             "conditions.kernel_fixed",
         ),
+        (
+            GOOD.replace(
+                "[hardware]",
+                "[conditions]\nneeds_signature = true\n[hardware]",
+            ),
+            "conditions.needs_signature",
+        ),
         (GOOD.replace("by = \"reporter\"", "by = \"someone\""), "by"),
         (GOOD.replace("by = \"reporter\"\n", ""), "by"),
         (
@@ -294,11 +301,18 @@ fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
         .iter()
         .map(|(k, v)| (k.clone(), v.replace('*', "1")))
         .collect();
+    // An entry that needs its signature is seen with it or not at all.
+    let findings = match &e.signature {
+        Some(sig) if e.conditions.needs_signature => {
+            vec![finding(sig.kind, sig.backing.or(Some(Backing::Pinned)))]
+        }
+        _ => Vec::new(),
+    };
     Facts {
         versions,
         devices,
         env,
-        findings: Vec::new(),
+        findings,
         kernel: None,
         command: Vec::new(),
     }
@@ -322,6 +336,34 @@ fn finding(kind: Kind, backing: Option<Backing>) -> Finding {
 }
 
 #[test]
+fn an_entry_that_needs_its_signature_matches_only_with_it() {
+    let text = GOOD.replace(
+        "[hardware]",
+        "[conditions]\nneeds_signature = true\n[signature]\nkind = \"host_pressure\"\n[hardware]",
+    );
+    let base = with_entry("x-1.toml", &text).unwrap();
+    let e = base.entry("x-1").unwrap();
+    let mut facts = facts_for(&base, e, Some("26.22"));
+    let with = assess(&base, &facts);
+    let m = with
+        .matches
+        .iter()
+        .find(|m| m.id == "x-1")
+        .expect("matches");
+    assert!(m.facts.iter().any(|f| f.contains("host_pressure")), "{m:?}");
+    facts.findings.clear();
+    let without = assess(&base, &facts);
+    assert!(without.matches.iter().all(|m| m.id != "x-1"));
+    let why = &without
+        .not_matched
+        .iter()
+        .find(|n| n.id == "x-1")
+        .unwrap()
+        .reason;
+    assert_eq!(why, "no host_pressure finding, which the issue needs");
+}
+
+#[test]
 fn every_entry_matches_its_own_facts_and_not_one_version_below() {
     let base = Base::embedded().unwrap();
     for e in &base.entries {
@@ -333,10 +375,10 @@ fn every_entry_matches_its_own_facts_and_not_one_version_below() {
             .iter()
             .find(|m| m.id == e.id)
             .unwrap_or_else(|| panic!("{} did not match: {a:?}", e.id));
-        let expect = if e.informational {
-            Severity::Info
-        } else {
-            Severity::Warning
+        let expect = match (e.informational, e.conditions.needs_signature) {
+            (true, _) => Severity::Info,
+            (false, true) => Severity::Critical,
+            (false, false) => Severity::Warning,
         };
         assert_eq!(m.severity, expect, "{}", e.id);
         assert!(!m.facts.is_empty() && !m.links.is_empty(), "{}", e.id);
