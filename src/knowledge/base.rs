@@ -15,7 +15,7 @@ mod embedded {
 #[derive(Debug, Error)]
 pub enum KnowledgeError {
     /// TOML syntax, an unknown field, a missing field or a wrong type.
-    #[error("known-issues/{file}: {source}")]
+    #[error("{file}: {source}")]
     Parse {
         /// The file.
         file: String,
@@ -23,7 +23,7 @@ pub enum KnowledgeError {
         source: toml::de::Error,
     },
     /// A value the schema cannot express as wrong.
-    #[error("known-issues/{file}: field `{field}`: {problem}")]
+    #[error("{file}: field `{field}`: {problem}")]
     Invalid {
         /// The file.
         file: String,
@@ -51,6 +51,8 @@ pub struct Base {
     pub families: BTreeMap<String, Family>,
     /// Components by name.
     pub components: BTreeMap<String, Component>,
+    /// Where the entries came from: the built-in base, then each user directory read.
+    pub sources: Vec<super::overlay::BaseSource>,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, KnowledgeError> {
@@ -103,22 +105,36 @@ impl Base {
         entries: &[(&str, &str)],
     ) -> Result<Base, KnowledgeError> {
         let mut base = Base {
-            families: parse("families.toml", families)?,
-            components: parse("components.toml", components)?,
+            families: parse("known-issues/families.toml", families)?,
+            components: parse("known-issues/components.toml", components)?,
             entries: Vec::new(),
+            sources: Vec::new(),
         };
         for (name, fam) in &base.families {
             for d in &fam.devices {
-                check_pci_pair("families.toml", &format!("{name}.devices"), d)?;
+                check_pci_pair("known-issues/families.toml", &format!("{name}.devices"), d)?;
             }
         }
         for (file, text) in entries {
-            let entry: Entry = parse(&format!("entries/{file}"), text)?;
-            base.check(file, &entry)?;
+            let entry = base.parse_entry(&format!("known-issues/entries/{file}"), file, text)?;
             base.entries.push(entry);
         }
         base.entries.sort_by(|a, b| a.id.cmp(&b.id));
+        base.sources
+            .push(super::overlay::BaseSource::built_in(&base.entries));
         Ok(base)
+    }
+
+    /// Parses and checks one entry file; `label` names it in errors, `name` is its file name.
+    pub(crate) fn parse_entry(
+        &self,
+        label: &str,
+        name: &str,
+        text: &str,
+    ) -> Result<Entry, KnowledgeError> {
+        let entry: Entry = parse(label, text)?;
+        self.check(label, name, &entry)?;
+        Ok(entry)
     }
 
     /// The entry with `id`.
@@ -172,13 +188,8 @@ fn check_date(file: &str, field: &str, v: &str) -> Result<(), KnowledgeError> {
 }
 
 impl Base {
-    fn check(&self, file: &str, e: &Entry) -> Result<(), KnowledgeError> {
-        let file = &format!("entries/{file}");
-        if Some(e.id.as_str())
-            != file
-                .strip_prefix("entries/")
-                .and_then(|f| f.strip_suffix(".toml"))
-        {
+    fn check(&self, file: &str, name: &str, e: &Entry) -> Result<(), KnowledgeError> {
+        if Some(e.id.as_str()) != name.strip_suffix(".toml") {
             return Err(invalid(
                 file,
                 "id",

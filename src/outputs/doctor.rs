@@ -70,6 +70,10 @@ pub fn render_text_fit(r: &Report, width: usize) -> String {
     if let Some(job) = &r.job {
         out.push_str(&render_job(job));
     }
+    out.push_str("\nKnown-issues base:\n");
+    for b in &r.bases {
+        out.push_str(&format!("  {}\n", safe(&b.sentence())));
+    }
     out.push_str(&render_issues(&r.known_issues));
     if let Some(h) = &r.host {
         out.push_str(&render_host(h));

@@ -49,6 +49,7 @@ mod top_tmux;
 mod trace_channel;
 mod trace_record;
 mod trace_views;
+mod user_base;
 mod views;
 mod width;
 mod ze_trace;
