@@ -16,6 +16,7 @@ mod guard;
 mod guard_trace;
 mod hardening;
 mod help;
+mod host_counters;
 mod hostile_files;
 mod hostile_trees;
 mod job_evidence;
