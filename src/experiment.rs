@@ -68,6 +68,14 @@ pub fn builtin() -> Vec<Control> {
             ],
         ),
         c(
+            "exact-pinned",
+            "PyTorch's pinned host allocator pins exact sizes and caches no large block",
+            &[(
+                "PYTORCH_ALLOC_CONF",
+                "pinned_max_round_threshold_mb:1,pinned_max_cached_size_mb:1",
+            )],
+        ),
+        c(
             "nccl-no-p2p",
             "NCCL peer-to-peer transport off",
             &[("NCCL_P2P_DISABLE", "1")],

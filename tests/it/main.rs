@@ -33,6 +33,7 @@ mod nvml_fake;
 mod one_verdict;
 mod oracle;
 mod output_hardening;
+mod pinned_rounding;
 mod plot_chromium;
 mod private_copies;
 mod project;
