@@ -9,7 +9,7 @@
 use super::base::{range_of, Base};
 use super::facts::{DeviceFact, Facts};
 use super::next_step::NextStep;
-use super::schema::{Claim, Entry, Hardware, Quote, Speaker, Topology, Workaround};
+use super::schema::{Claim, Conditions, Entry, Hardware, Quote, Speaker, Topology, Workaround};
 use super::version::Version;
 use super::visible::visible;
 use crate::findings::{Finding, Severity};
@@ -177,48 +177,7 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
     };
     let mut why = vec![describe_devices(&devices)];
     let c = &e.conditions;
-    let vendor = first.vendor().unwrap_or("");
-    let (seen, masks) = visible(vendor, devices.len(), &facts.env);
-    if let Some(min) = c.min_visible {
-        let masked = if masks.is_empty() {
-            "no device mask".to_string()
-        } else {
-            masks.join(" ")
-        };
-        if seen < min as usize {
-            return Err(format!("{seen} visible to the job ({masked}); needs {min}"));
-        }
-        why.push(format!(
-            "{seen} visible to the job ({masked}); the issue needs {min}"
-        ));
-    }
-    if c.topology == Some(Topology::DifferentRootPorts) {
-        let ports: BTreeSet<&str> = devices
-            .iter()
-            .filter_map(|d| d.root_port.as_deref())
-            .collect();
-        if ports.len() < 2 {
-            return Err("the devices are not known to sit under different root ports".into());
-        }
-        why.push(format!(
-            "under different root ports: {}",
-            ports.into_iter().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    for (k, v) in &c.env_present {
-        match facts.env.get(k) {
-            Some(x) if v == "*" || x == v => why.push(format!("{k}={x} in the job's environment")),
-            _ => return Err(format!("{k} is not set to {v} in the job's environment")),
-        }
-    }
-    let wa = &c.env_workaround;
-    if !wa.is_empty() && wa.iter().all(|(k, v)| facts.env.get(k) == Some(v)) {
-        let set: Vec<String> = wa.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        return Err(format!("workaround in effect: {}", set.join(" ")));
-    }
-    if let Some(fixed) = &c.kernel_fixed {
-        why.push(kernel_fact(fixed, facts.kernel.as_deref())?);
-    }
+    check_conditions(c, first.vendor().unwrap_or(""), &devices, facts, &mut why)?;
     let evidence = signature(e, facts);
     if c.needs_signature && evidence.is_none() {
         let kind = e
@@ -264,6 +223,59 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
         version,
         next_step: NextStep::of(&e.id, &e.workarounds, &facts.command),
     }))
+}
+
+/// The entry's conditions against the facts: each that holds adds its sentence to `why`; the
+/// first that fails is the reason the entry does not match.
+fn check_conditions(
+    c: &Conditions,
+    vendor: &str,
+    devices: &[&DeviceFact],
+    facts: &Facts,
+    why: &mut Vec<String>,
+) -> Result<(), String> {
+    let (seen, masks) = visible(vendor, devices.len(), &facts.env);
+    if let Some(min) = c.min_visible {
+        let masked = if masks.is_empty() {
+            "no device mask".to_string()
+        } else {
+            masks.join(" ")
+        };
+        if seen < min as usize {
+            return Err(format!("{seen} visible to the job ({masked}); needs {min}"));
+        }
+        why.push(format!(
+            "{seen} visible to the job ({masked}); the issue needs {min}"
+        ));
+    }
+    if c.topology == Some(Topology::DifferentRootPorts) {
+        let ports: BTreeSet<&str> = devices
+            .iter()
+            .filter_map(|d| d.root_port.as_deref())
+            .collect();
+        if ports.len() < 2 {
+            return Err("the devices are not known to sit under different root ports".into());
+        }
+        why.push(format!(
+            "under different root ports: {}",
+            ports.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    for (k, v) in &c.env_present {
+        match facts.env.get(k) {
+            Some(x) if v == "*" || x == v => why.push(format!("{k}={x} in the job's environment")),
+            _ => return Err(format!("{k} is not set to {v} in the job's environment")),
+        }
+    }
+    let wa = &c.env_workaround;
+    if !wa.is_empty() && wa.iter().all(|(k, v)| facts.env.get(k) == Some(v)) {
+        let set: Vec<String> = wa.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        return Err(format!("workaround in effect: {}", set.join(" ")));
+    }
+    if let Some(fixed) = &c.kernel_fixed {
+        why.push(kernel_fact(fixed, facts.kernel.as_deref())?);
+    }
+    Ok(())
 }
 
 /// The entry's signature among the findings (else one of its `after_exit` kinds at critical),
