@@ -30,13 +30,16 @@ pub struct DoctorPlan {
     pub vram_per_rank: Option<u64>,
     /// Kernel-log findings before it are history (info).
     pub since: Since,
+    /// `--known-issues DIR`: a user base read over the built-in one (and the system directory).
+    pub known_issues: Option<std::path::PathBuf>,
 }
 
 /// Why doctor could not examine the machine.
 #[derive(Debug, Error)]
 pub enum DoctorError {
-    /// The embedded known-issues base is broken (a build defect).
-    #[error("the embedded known-issues base")]
+    /// The known-issues base does not load: a user base's bad entry (named by file and
+    /// field), or a broken built-in one (a build defect).
+    #[error("the known-issues base")]
     Base(#[from] KnowledgeError),
     /// Sampling failed.
     #[error(transparent)]
@@ -66,6 +69,8 @@ pub struct Report {
     pub p2p: String,
     /// The job, with `-- CMD`.
     pub job: Option<Job>,
+    /// The bases the known issues came from (built-in, then user directories), with dates.
+    pub bases: Vec<knowledge::BaseSource>,
     /// The known issues that apply, and those that do not.
     pub known_issues: Assessment,
     /// The host-RAM outlook at the job's rank count.
@@ -135,7 +140,7 @@ pub struct HostOutlook {
 
 /// Examines the machine behind `root` (and the job of `plan`).
 pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
-    let base = Base::embedded()?;
+    let base = Base::installed(plan.known_issues.as_deref())?;
     let sys = system_info::gather(&root, &[], &[]);
     let mut sampler = Sampler::new(root, Scope::All, SamplerOptions::default());
     let snap = sampler.sample()?;
@@ -206,6 +211,7 @@ pub fn examine(root: Root, plan: &DoctorPlan) -> Result<Report, DoctorError> {
         p2p: p2p_sentence(&devices),
         devices,
         job,
+        bases: base.sources.clone(),
         known_issues,
         host,
         limitations: knowledge::limitations(&facts),

@@ -53,6 +53,11 @@ pub fn builtin() -> Vec<Control> {
             ],
         ),
         c(
+            "usm-resident",
+            "Unified Runtime's v1 Level Zero adapter, device USM made resident on its own device only",
+            &[("SYCL_UR_USE_LEVEL_ZERO_V2", "0"), ("UR_L0_USM_RESIDENT", "0x1")],
+        ),
+        c(
             "no-usm-pools",
             "the three USM pools off (debug keys)",
             &[
@@ -61,6 +66,14 @@ pub fn builtin() -> Vec<Control> {
                 ("EnableDeviceUsmAllocationPool", "0"),
                 ("EnableUsmAllocationPoolManager", "0"),
             ],
+        ),
+        c(
+            "exact-pinned",
+            "PyTorch's pinned host allocator pins exact sizes and caches no large block",
+            &[(
+                "PYTORCH_ALLOC_CONF",
+                "pinned_max_round_threshold_mb:1,pinned_max_cached_size_mb:1",
+            )],
         ),
         c(
             "nccl-no-p2p",
@@ -236,6 +249,14 @@ mod tests {
         assert_eq!(
             c[1].env,
             vec![("FOO".into(), "1".into()), ("BAR".into(), "2".into())]
+        );
+        let resident = &parse_controls(&["usm-resident".into()]).unwrap()[0];
+        assert_eq!(
+            resident.env,
+            vec![
+                ("SYCL_UR_USE_LEVEL_ZERO_V2".into(), "0".into()),
+                ("UR_L0_USM_RESIDENT".into(), "0x1".into())
+            ]
         );
         assert!(parse_controls(&["nope".into()]).is_err());
         assert!(parse_controls(&["x:".into()]).is_err());

@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use gpuledger::findings::window::{parse_since, Since};
 use gpuledger::findings::Severity;
+use std::path::PathBuf;
 
 /// `doctor` options.
 #[derive(Debug, Args)]
@@ -19,6 +20,11 @@ pub struct DoctorArgs {
     /// before now (30m, 2h, 1day) or an RFC 3339 time; default the last hour.
     #[arg(long, value_name = "DURATION|TIME", value_parser = parse_since)]
     pub since: Option<Since>,
+    /// A directory of known-issues entry files read over the built-in base (after
+    /// /etc/gpuledger/known-issues.d): new ids are added, an id already known is replaced when
+    /// the file's entry is dated later.
+    #[arg(long, value_name = "DIR")]
+    pub known_issues: Option<PathBuf>,
     /// The job's command, after `--`: its environment is this shell's, read and not run.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -37,6 +43,8 @@ pub struct DoctorPlan {
     pub command: Vec<String>,
     /// `--since`.
     pub since: Since,
+    /// `--known-issues`.
+    pub known_issues: Option<PathBuf>,
 }
 
 impl DoctorArgs {
@@ -48,6 +56,7 @@ impl DoctorArgs {
             vram_per_rank: self.vram_per_rank,
             command: self.command.clone(),
             since: self.since.unwrap_or_default(),
+            known_issues: self.known_issues.clone(),
         })
     }
 }

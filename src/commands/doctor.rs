@@ -15,6 +15,7 @@ pub fn run(g: &Globals, plan: DoctorPlan) -> Result<ExitCode> {
         environ: std::env::vars().map(|(k, v)| format!("{k}={v}")).collect(),
         vram_per_rank: plan.vram_per_rank,
         since: plan.since,
+        known_issues: plan.known_issues.clone(),
     };
     let report = gpuledger::doctor::examine(g.open_root()?, &examined)?;
     super::print(&match plan.format {

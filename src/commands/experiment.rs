@@ -2,7 +2,7 @@
 
 use crate::cli::{ExperimentPlan, ExperimentRun, Globals};
 use anyhow::{Context, Result};
-use gpuledger::experiment::{builtin, measure, verdict, Control, Measures};
+use gpuledger::experiment::{builtin, measure, opt_in, verdict, Control, Measures};
 use gpuledger::outputs::text_table::{render, Align};
 use gpuledger::recording::run::{record, RunOptions, Target};
 use gpuledger::root::Root;
@@ -123,13 +123,17 @@ fn comparison(measures: &[Measures], dir: &Path) -> String {
     out
 }
 
-/// `--list-controls`: the built-in controls as a table.
+/// `--list-controls`: the built-in controls as a table, the opt-in ones marked.
 fn list_controls() -> Result<ExitCode> {
-    let rows: Vec<Vec<String>> = builtin()
-        .into_iter()
-        .map(|c| {
+    let listed = builtin().into_iter().map(|c| (c, "")).chain(
+        opt_in()
+            .into_iter()
+            .map(|c| (c, " (opt-in: runs only when named)")),
+    );
+    let rows: Vec<Vec<String>> = listed
+        .map(|(c, mark)| {
             vec![
-                c.name,
+                format!("{}{mark}", c.name),
                 c.env
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))

@@ -34,7 +34,8 @@ pub fn run(g: &Globals, plan: SnapshotPlan) -> Result<ExitCode> {
         }
     }
     let mut sampler = Sampler::new(g.open_root()?, Scope::All, SamplerOptions::default());
-    let base = Base::embedded().context("the embedded known-issues base")?;
+    let base = Base::installed(None)
+        .context("the known-issues base (built-in and /etc/gpuledger/known-issues.d)")?;
     let mut observer = Observer::new(g.thresholds.clone())
         .kernel_log(KernelLog::Fresh)
         .window(args.since, gpuledger::clock::system())

@@ -110,6 +110,8 @@ pub enum Kind {
     Leak,
     /// Timeline: host memory that came back when the job ended.
     ReleasedOnExit,
+    /// Timeline (traced): pinned host blocks a caching allocator rounded up to powers of two.
+    PinnedRounding,
     /// A kind this build does not know, read from a recording that a newer gpuledger wrote: kept
     /// (with its message) rather than refusing the whole recording.
     #[serde(other)]
@@ -119,7 +121,7 @@ pub enum Kind {
 impl Kind {
     /// Every kind this build knows (not [`Kind::Unknown`]): the snapshot kinds, then the
     /// timeline kinds, as `--explain` lists them.
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 15] = [
         Kind::PeerMirror,
         Kind::OwnCardMirror,
         Kind::DriverHeldHost,
@@ -134,6 +136,7 @@ impl Kind {
         Kind::Plateau,
         Kind::Leak,
         Kind::ReleasedOnExit,
+        Kind::PinnedRounding,
     ];
 
     /// snake_case name (the serde name: how JSON and recordings spell it).
@@ -153,12 +156,13 @@ impl Kind {
             Kind::Plateau => "plateau",
             Kind::Leak => "leak",
             Kind::ReleasedOnExit => "released_on_exit",
+            Kind::PinnedRounding => "pinned_rounding",
             Kind::Unknown => "unknown",
         }
     }
 
     /// The names `--explain` accepts: every known kind's [`Kind::as_str`].
-    pub fn names() -> [&'static str; 14] {
+    pub fn names() -> [&'static str; 15] {
         Kind::ALL.map(Kind::as_str)
     }
 
@@ -184,6 +188,7 @@ impl Kind {
             Kind::Plateau => include_str!("explain/plateau.txt"),
             Kind::Leak => include_str!("explain/leak.txt"),
             Kind::ReleasedOnExit => include_str!("explain/released_on_exit.txt"),
+            Kind::PinnedRounding => include_str!("explain/pinned_rounding.txt"),
             Kind::Unknown => include_str!("explain/unknown.txt"),
         }
     }

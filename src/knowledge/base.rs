@@ -15,7 +15,7 @@ mod embedded {
 #[derive(Debug, Error)]
 pub enum KnowledgeError {
     /// TOML syntax, an unknown field, a missing field or a wrong type.
-    #[error("known-issues/{file}: {source}")]
+    #[error("{file}: {source}")]
     Parse {
         /// The file.
         file: String,
@@ -23,7 +23,7 @@ pub enum KnowledgeError {
         source: toml::de::Error,
     },
     /// A value the schema cannot express as wrong.
-    #[error("known-issues/{file}: field `{field}`: {problem}")]
+    #[error("{file}: field `{field}`: {problem}")]
     Invalid {
         /// The file.
         file: String,
@@ -51,6 +51,8 @@ pub struct Base {
     pub families: BTreeMap<String, Family>,
     /// Components by name.
     pub components: BTreeMap<String, Component>,
+    /// Where the entries came from: the built-in base, then each user directory read.
+    pub sources: Vec<super::overlay::BaseSource>,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, KnowledgeError> {
@@ -103,22 +105,36 @@ impl Base {
         entries: &[(&str, &str)],
     ) -> Result<Base, KnowledgeError> {
         let mut base = Base {
-            families: parse("families.toml", families)?,
-            components: parse("components.toml", components)?,
+            families: parse("known-issues/families.toml", families)?,
+            components: parse("known-issues/components.toml", components)?,
             entries: Vec::new(),
+            sources: Vec::new(),
         };
         for (name, fam) in &base.families {
             for d in &fam.devices {
-                check_pci_pair("families.toml", &format!("{name}.devices"), d)?;
+                check_pci_pair("known-issues/families.toml", &format!("{name}.devices"), d)?;
             }
         }
         for (file, text) in entries {
-            let entry: Entry = parse(&format!("entries/{file}"), text)?;
-            base.check(file, &entry)?;
+            let entry = base.parse_entry(&format!("known-issues/entries/{file}"), file, text)?;
             base.entries.push(entry);
         }
         base.entries.sort_by(|a, b| a.id.cmp(&b.id));
+        base.sources
+            .push(super::overlay::BaseSource::built_in(&base.entries));
         Ok(base)
+    }
+
+    /// Parses and checks one entry file; `label` names it in errors, `name` is its file name.
+    pub(crate) fn parse_entry(
+        &self,
+        label: &str,
+        name: &str,
+        text: &str,
+    ) -> Result<Entry, KnowledgeError> {
+        let entry: Entry = parse(label, text)?;
+        self.check(label, name, &entry)?;
+        Ok(entry)
     }
 
     /// The entry with `id`.
@@ -172,13 +188,8 @@ fn check_date(file: &str, field: &str, v: &str) -> Result<(), KnowledgeError> {
 }
 
 impl Base {
-    fn check(&self, file: &str, e: &Entry) -> Result<(), KnowledgeError> {
-        let file = &format!("entries/{file}");
-        if Some(e.id.as_str())
-            != file
-                .strip_prefix("entries/")
-                .and_then(|f| f.strip_suffix(".toml"))
-        {
+    fn check(&self, file: &str, name: &str, e: &Entry) -> Result<(), KnowledgeError> {
+        if Some(e.id.as_str()) != name.strip_suffix(".toml") {
             return Err(invalid(
                 file,
                 "id",
@@ -186,7 +197,11 @@ impl Base {
             ));
         }
         check_date(file, "last_checked", &e.last_checked)?;
+        if let Some(u) = &e.updated {
+            check_date(file, "updated", u)?;
+        }
         check_sources(file, e)?;
+        check_measured(file, e)?;
         for d in &e.hardware.devices {
             check_pci_pair(file, "hardware.devices", d)?;
         }
@@ -225,6 +240,13 @@ impl Base {
                     "status is \"fixed\": name the fixed release",
                 ));
             }
+        }
+        if e.conditions.needs_signature && e.signature.is_none() {
+            return Err(invalid(
+                file,
+                "conditions.needs_signature",
+                "give the [signature] the issue needs",
+            ));
         }
         if let Some(k) = &e.conditions.kernel_fixed {
             version(file, "conditions.kernel_fixed", k)?;
@@ -278,6 +300,48 @@ fn check_sources(file: &str, e: &Entry) -> Result<(), KnowledgeError> {
     }
     if e.claims.iter().any(|c| c.claim.trim().is_empty()) {
         return Err(invalid(file, "claims.claim", "empty claim"));
+    }
+    Ok(())
+}
+
+/// A measured workaround names one of the entry's reports, a date, and host RAM held with it
+/// no larger than without it.
+fn check_measured(file: &str, e: &Entry) -> Result<(), KnowledgeError> {
+    for m in e.workarounds.iter().filter_map(|w| w.measured.as_ref()) {
+        if !e.links.contains(&m.link) {
+            return Err(invalid(
+                file,
+                "workarounds.measured.link",
+                format!("{:?} is not one of the entry's links", m.link),
+            ));
+        }
+        check_date(file, "workarounds.measured.date", &m.date)?;
+        for (field, text) in [
+            ("host_held", &m.host_held),
+            ("baseline_held", &m.baseline_held),
+        ] {
+            if let Err(e) = crate::units::parse_bytes(text) {
+                return Err(invalid(
+                    file,
+                    &format!("workarounds.measured.{field}"),
+                    format!("{text:?}: {e}"),
+                ));
+            }
+        }
+        if m.baseline_held_bytes() == 0 {
+            return Err(invalid(
+                file,
+                "workarounds.measured.baseline_held",
+                "the default run held no host RAM: nothing to compare against",
+            ));
+        }
+        if m.host_held_bytes() > m.baseline_held_bytes() {
+            return Err(invalid(
+                file,
+                "workarounds.measured.host_held",
+                "more than baseline_held: a workaround that holds more is not one",
+            ));
+        }
     }
     Ok(())
 }

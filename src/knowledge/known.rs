@@ -25,7 +25,7 @@ impl KnownIssues {
     /// come from `system_info` (package managers on the live machine, `var/lib/dpkg/status` in
     /// a capture tree, `/sys/module/*/version`, NVML); a machine without GPUs is not asked.
     pub fn of_machine(root: &Root, snap: &Snapshot) -> Result<KnownIssues, KnowledgeError> {
-        Ok(KnownIssues::with_base(Base::embedded()?, root, snap))
+        Ok(KnownIssues::with_base(Base::installed(None)?, root, snap))
     }
 
     /// [`KnownIssues::of_machine`] with a base already loaded.
@@ -52,7 +52,7 @@ impl KnownIssues {
         sys: &system_info::SystemInfo,
         devices: &[crate::sources::drm_devices::DeviceInfo],
     ) -> Result<KnownIssues, KnowledgeError> {
-        let base = Base::embedded()?;
+        let base = Base::installed(None)?;
         let facts = Facts::of_recording(&base, sys, devices);
         Ok(KnownIssues { base, facts })
     }

@@ -9,7 +9,7 @@
 use super::base::{range_of, Base};
 use super::facts::{DeviceFact, Facts};
 use super::next_step::NextStep;
-use super::schema::{Claim, Entry, Hardware, Topology, Workaround};
+use super::schema::{Claim, Conditions, Entry, Hardware, Quote, Speaker, Topology, Workaround};
 use super::version::Version;
 use super::visible::visible;
 use crate::findings::{Finding, Severity};
@@ -34,6 +34,9 @@ pub struct Match {
     pub links: Vec<String>,
     /// What the entry asserts, each confirmed or suspected.
     pub claims: Vec<Claim>,
+    /// What the component's vendor said on the record (its quotes by `vendor`), kept apart
+    /// from reporters' measurements.
+    pub vendor_statements: Vec<Quote>,
     /// Upstream status.
     pub status: &'static str,
     /// What the job showed of the entry's signature.
@@ -137,13 +140,15 @@ pub fn groups(matches: &[Match]) -> Vec<&[Match]> {
     out
 }
 
-/// A group's step: its first match's, the others' workarounds as alternatives.
+/// A group's step: its first match's workarounds and the others' as alternatives, ranked by what
+/// the reports measured ([`NextStep::rank_by_measurements`]).
 pub fn group_step(group: &[Match]) -> Option<NextStep> {
     let (first, rest) = group.split_first()?;
     let mut step = first.next_step.clone()?;
     for m in rest {
         step.add_alternatives(&m.id, &m.workarounds);
     }
+    step.rank_by_measurements();
     Some(step)
 }
 
@@ -172,7 +177,63 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
     };
     let mut why = vec![describe_devices(&devices)];
     let c = &e.conditions;
-    let vendor = first.vendor().unwrap_or("");
+    check_conditions(c, first.vendor().unwrap_or(""), &devices, facts, &mut why)?;
+    let evidence = signature(e, facts);
+    if c.needs_signature && evidence.is_none() {
+        let kind = e
+            .signature
+            .as_ref()
+            .map_or("signature", |s| s.kind.as_str());
+        return Err(format!("no {kind} finding, which the issue needs"));
+    }
+    let version = match &e.versions {
+        Some(v) => {
+            let (check, fact) = version_fact(e, v, facts, evidence.is_some())?;
+            why.push(fact);
+            check
+        }
+        None => VersionCheck::NotTied,
+    };
+    if let Some((_, _, fact)) = &evidence {
+        why.push(fact.clone());
+    }
+    let severity = match &evidence {
+        _ if e.informational => Severity::Info,
+        // Without a version, the signature's own severity: the evidence alone.
+        Some((_, f, _)) if version == VersionCheck::Unknown => f.severity,
+        Some(_) => Severity::Critical,
+        None => Severity::Warning,
+    };
+    Ok(Some(Match {
+        id: e.id.clone(),
+        title: e.title.clone(),
+        severity,
+        facts: why,
+        workarounds: e.workarounds.clone(),
+        links: e.links.clone(),
+        claims: e.claims.clone(),
+        vendor_statements: e
+            .quotes
+            .iter()
+            .filter(|q| q.by == Speaker::Vendor)
+            .cloned()
+            .collect(),
+        status: e.status.as_str(),
+        evidence: evidence.map_or(Evidence::None, |(k, _, _)| k),
+        version,
+        next_step: NextStep::of(&e.id, &e.workarounds, &facts.command),
+    }))
+}
+
+/// The entry's conditions against the facts: each that holds adds its sentence to `why`; the
+/// first that fails is the reason the entry does not match.
+fn check_conditions(
+    c: &Conditions,
+    vendor: &str,
+    devices: &[&DeviceFact],
+    facts: &Facts,
+    why: &mut Vec<String>,
+) -> Result<(), String> {
     let (seen, masks) = visible(vendor, devices.len(), &facts.env);
     if let Some(min) = c.min_visible {
         let masked = if masks.is_empty() {
@@ -214,44 +275,7 @@ fn match_entry(base: &Base, e: &Entry, facts: &Facts) -> Result<Option<Match>, S
     if let Some(fixed) = &c.kernel_fixed {
         why.push(kernel_fact(fixed, facts.kernel.as_deref())?);
     }
-    let evidence = signature(e, facts);
-    let version = match &e.versions {
-        Some(v) => {
-            let (check, fact) = version_fact(e, v, facts, evidence.is_some())?;
-            why.push(fact);
-            check
-        }
-        None => VersionCheck::NotTied,
-    };
-    let severity = if e.informational {
-        Severity::Info
-    } else {
-        match &evidence {
-            Some((_, f, fact)) => {
-                why.push(fact.clone());
-                // Without a version, the signature's own severity: the evidence alone.
-                if version == VersionCheck::Unknown {
-                    f.severity
-                } else {
-                    Severity::Critical
-                }
-            }
-            None => Severity::Warning,
-        }
-    };
-    Ok(Some(Match {
-        id: e.id.clone(),
-        title: e.title.clone(),
-        severity,
-        facts: why,
-        workarounds: e.workarounds.clone(),
-        links: e.links.clone(),
-        claims: e.claims.clone(),
-        status: e.status.as_str(),
-        evidence: evidence.map_or(Evidence::None, |(k, _, _)| k),
-        version,
-        next_step: NextStep::of(&e.id, &e.workarounds, &facts.command),
-    }))
+    Ok(())
 }
 
 /// The entry's signature among the findings (else one of its `after_exit` kinds at critical),

@@ -30,6 +30,7 @@ mod limits;
 mod loaded;
 mod matcher;
 mod next_step;
+mod overlay;
 mod schema;
 pub mod topology;
 mod version;
@@ -41,9 +42,10 @@ pub use known::{finding, findings, KnownIssues};
 pub use limits::{limitations, Limitation};
 pub use matcher::{assess, Assessment, Evidence, Match, NotMatched, VersionCheck};
 pub use next_step::{Alternative, NextStep};
+pub use overlay::{directories, BaseSource, SYSTEM_DIR};
 pub use schema::{
-    Claim, Component, Conditions, Confidence, Entry, Family, Hardware, Quote, Signature, Status,
-    Topology, Versions, Workaround,
+    Claim, Component, Conditions, Confidence, Entry, Family, Hardware, Measured, Quote, Signature,
+    Speaker, Status, Throughput, Topology, Versions, Workaround,
 };
 pub use version::{Range, Version};
 pub use visible::{ranks_of, visible};

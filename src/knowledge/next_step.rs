@@ -1,7 +1,7 @@
 //! The one thing to try first for a match, and the alternatives: computed here once, so doctor,
 //! the snapshot, `show` and the report say the same words.
 
-use super::schema::Workaround;
+use super::schema::{Throughput, Workaround};
 use crate::experiment;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -18,6 +18,9 @@ pub struct NextStep {
     pub experiment: Option<String>,
     /// The other workarounds, each once, with the entry that gives it.
     pub alternatives: Vec<Alternative>,
+    /// The job's command line, for the experiment line when the ranking changes the first.
+    #[serde(skip)]
+    command: Vec<String>,
 }
 
 /// A workaround to try after the first.
@@ -30,8 +33,8 @@ pub struct Alternative {
 }
 
 impl NextStep {
-    /// The first of `workarounds` of entry `issue`, the others as alternatives; `None` without
-    /// workarounds. `command` is the job's command line (empty: a placeholder is shown).
+    /// The best of `workarounds` of entry `issue` by what was measured (else the first), the
+    /// others as alternatives; `None` without workarounds. `command` is the job's command line (empty: a placeholder is shown).
     pub fn of(issue: &str, workarounds: &[Workaround], command: &[String]) -> Option<NextStep> {
         let (first, rest) = workarounds.split_first()?;
         let mut step = NextStep {
@@ -39,9 +42,32 @@ impl NextStep {
             first: first.clone(),
             experiment: experiment_line(&first.env, command),
             alternatives: Vec::new(),
+            command: command.to_vec(),
         };
         step.add_alternatives(issue, rest);
+        step.rank_by_measurements();
         Some(step)
+    }
+
+    /// Orders the first workaround and the alternatives by what the reports measured
+    /// ([`rank_key`]): the one that left the smallest share of the default's host RAM held with
+    /// throughput unchanged comes first. Workarounds nobody measured keep their order, after the
+    /// measured ones with unchanged or unmeasured throughput and before those that cost throughput.
+    pub fn rank_by_measurements(&mut self) {
+        let mut all: Vec<Alternative> = std::iter::once(Alternative {
+            issue: self.issue.clone(),
+            workaround: self.first.clone(),
+        })
+        .chain(self.alternatives.drain(..))
+        .collect();
+        all.sort_by_key(|a| rank_key(&a.workaround));
+        let best = all.remove(0);
+        if best.workaround != self.first {
+            self.experiment = experiment_line(&best.workaround.env, &self.command);
+        }
+        self.issue = best.issue;
+        self.first = best.workaround;
+        self.alternatives = all;
     }
 
     /// Adds `more` workarounds of entry `issue`, except those that repeat one already listed:
@@ -63,6 +89,9 @@ impl NextStep {
     /// The step in one line: "try first: …; then: …".
     pub fn sentence(&self) -> String {
         let mut s = format!("try first: {} ({})", self.first.what, self.first.caveat);
+        if let Some(m) = &self.first.measured {
+            s.push_str(&format!("; measured: {}", m.sentence()));
+        }
         if let Some(cmd) = &self.experiment {
             s.push_str(&format!("; measure it with `{cmd}`"));
         }
@@ -75,6 +104,23 @@ impl NextStep {
             s.push_str(&format!("; then: {}", alts.join("; ")));
         }
         s
+    }
+}
+
+/// Where a workaround ranks: measured with throughput unchanged, then measured with throughput
+/// not measured, then not measured at all, then measured at a throughput cost; within each, by
+/// the share of the default's host RAM it left held.
+fn rank_key(w: &Workaround) -> (u8, u64) {
+    match &w.measured {
+        None => (2, 0),
+        Some(m) => {
+            let class = match m.throughput {
+                Throughput::Unchanged => 0,
+                Throughput::NotMeasured => 1,
+                Throughput::Lower => 3,
+            };
+            (class, m.held_per_mille())
+        }
     }
 }
 
@@ -143,7 +189,69 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            measured: None,
         }
+    }
+
+    fn measured(what: &str, held: u64, throughput: Throughput) -> Workaround {
+        Workaround {
+            measured: Some(super::super::schema::Measured {
+                link: "https://example.org/lab".into(),
+                date: "2026-10-04".into(),
+                setup: "4x B70".into(),
+                host_held: format!("{held} MiB"),
+                baseline_held: "1000 MiB".into(),
+                throughput,
+            }),
+            ..w(what, &[(what, "1")])
+        }
+    }
+
+    #[test]
+    fn measurements_rank_the_workarounds_not_their_order_in_the_files() {
+        let ws = [
+            w("downgrade", &[]),
+            measured("resident", 325, Throughput::Unchanged),
+            measured("slower", 10, Throughput::Lower),
+            measured("unmeasured speed", 5, Throughput::NotMeasured),
+            measured("defer", 24, Throughput::Unchanged),
+        ];
+        let mut s = NextStep::of("cr-953", &ws, &[]).unwrap();
+        s.add_alternatives("cr-980", &[measured("peer", 24, Throughput::Unchanged)]);
+        s.rank_by_measurements();
+        let order: Vec<&str> = std::iter::once(s.first.what.as_str())
+            .chain(s.alternatives.iter().map(|a| a.workaround.what.as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "defer",
+                "peer",
+                "resident",
+                "unmeasured speed",
+                "downgrade",
+                "slower"
+            ]
+        );
+        assert_eq!(
+            s.experiment.as_deref(),
+            Some("gpuledger experiment --controls 'fix:defer=1' -- <the job's command>")
+        );
+        assert_eq!(s.alternatives[0].issue, "cr-980");
+        assert!(
+            s.sentence()
+                .contains("measured: host RAM 24 MiB (1000 MiB without it), throughput unchanged"),
+            "{}",
+            s.sentence()
+        );
+    }
+
+    #[test]
+    fn without_measurements_the_order_is_kept() {
+        let mut s = NextStep::of("a", &[w("one", &[]), w("two", &[])], &[]).unwrap();
+        s.rank_by_measurements();
+        assert_eq!(s.first.what, "one");
+        assert_eq!(s.alternatives[0].workaround.what, "two");
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub struct Entry {
     pub informational: bool,
     /// When a person last checked the links, `YYYY-MM-DD`.
     pub last_checked: String,
+    /// When the entry's facts last changed, `YYYY-MM-DD`; absent: `last_checked`. An entry of a
+    /// user's base replaces a built-in one of the same id only when this date is later.
+    pub updated: Option<String>,
     /// Public upstream reports (`https://` URLs). gpuledger's own limitations are no entries.
     pub links: Vec<String>,
     /// The vendor's internal tracker id, when public (e.g. `GSD-13038`).
@@ -48,6 +51,13 @@ pub struct Entry {
     pub workarounds: Vec<Workaround>,
 }
 
+impl Entry {
+    /// The date the entry's facts are from: `updated`, else `last_checked`.
+    pub fn date(&self) -> &str {
+        self.updated.as_deref().unwrap_or(&self.last_checked)
+    }
+}
+
 /// A quote or the numbers of one public report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,8 +66,36 @@ pub struct Quote {
     pub link: String,
     /// When it was written there, `YYYY-MM-DD`.
     pub date: String,
+    /// Who wrote it: the component's vendor, a project maintainer, or a reporter.
+    pub by: Speaker,
     /// Its words or numbers, short.
     pub text: String,
+    /// Where the words were taken from when not from the report itself (a copy of the thread
+    /// that was not at hand, words as another report quotes them).
+    pub note: Option<String>,
+}
+
+/// Who a quote is from: a statement on the record or a user's measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Speaker {
+    /// An employee of the component's vendor, speaking for it (Intel on an Intel runtime).
+    Vendor,
+    /// A maintainer of the project the report is filed against.
+    Maintainer,
+    /// A user reporting what they ran and measured.
+    Reporter,
+}
+
+impl Speaker {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Speaker::Vendor => "vendor",
+            Speaker::Maintainer => "maintainer",
+            Speaker::Reporter => "reporter",
+        }
+    }
 }
 
 /// One thing an entry asserts, and how sure the reports make it.
@@ -163,6 +201,10 @@ pub struct Conditions {
     pub env_workaround: BTreeMap<String, String>,
     /// The Linux release that fixes the defect: a running kernel at or after it does not match.
     pub kernel_fixed: Option<String>,
+    /// The entry matches only when its `[signature]` finding is seen: for defects whose
+    /// hardware and versions are too common to say anything alone.
+    #[serde(default)]
+    pub needs_signature: bool,
 }
 
 /// PCI topology conditions.
@@ -200,6 +242,82 @@ pub struct Workaround {
     /// control.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// What a report measured with it, beside the same job without it; ranks workarounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+}
+
+/// A workaround measured side by side with the default: host RAM the driver held with and
+/// without it, and whether throughput changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measured {
+    /// The report (one of the entry's `links`).
+    pub link: String,
+    /// When it was measured there, `YYYY-MM-DD`.
+    pub date: String,
+    /// What ran: machine and workload, in a few words.
+    pub setup: String,
+    /// Host RAM held by the driver with the workaround, as the report writes it (`0.3 GiB`).
+    pub host_held: String,
+    /// Host RAM held by the driver without it, the same job, as the report writes it.
+    pub baseline_held: String,
+    /// What happened to throughput.
+    pub throughput: Throughput,
+}
+
+impl Measured {
+    /// The measurement in the report's numbers: `host RAM 0.3 GiB (12.6 GiB without it),
+    /// throughput unchanged; 4x B70, … (2026-10-04)`.
+    pub fn sentence(&self) -> String {
+        format!(
+            "host RAM {} ({} without it), {}; {} ({})",
+            self.host_held,
+            self.baseline_held,
+            self.throughput.as_str(),
+            self.setup,
+            self.date
+        )
+    }
+
+    /// `host_held` in bytes (checked when the base loads; 0 if it does not parse).
+    pub fn host_held_bytes(&self) -> u64 {
+        crate::units::parse_bytes(&self.host_held).unwrap_or(0)
+    }
+
+    /// `baseline_held` in bytes (checked when the base loads; 0 if it does not parse).
+    pub fn baseline_held_bytes(&self) -> u64 {
+        crate::units::parse_bytes(&self.baseline_held).unwrap_or(0)
+    }
+
+    /// The share of the default's host RAM still held with the workaround, in per mille: the
+    /// measure workarounds are ranked by (setups differ in size, the share does not).
+    pub fn held_per_mille(&self) -> u64 {
+        self.host_held_bytes().saturating_mul(1000) / self.baseline_held_bytes().max(1)
+    }
+}
+
+/// Throughput with a workaround against without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Throughput {
+    /// The same, as measured.
+    Unchanged,
+    /// The report did not measure it.
+    NotMeasured,
+    /// Lower with the workaround.
+    Lower,
+}
+
+impl Throughput {
+    /// Lower-case words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Throughput::Unchanged => "throughput unchanged",
+            Throughput::NotMeasured => "throughput not measured",
+            Throughput::Lower => "throughput lower",
+        }
+    }
 }
 
 /// A device family (`families.toml`).

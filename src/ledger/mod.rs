@@ -12,7 +12,7 @@ mod integrated;
 mod traced;
 mod view;
 
-pub use host::{DriverHeld, HeldCounter, HostTotals};
+pub use host::{CounterFault, DriverHeld, GpuCounter, HeldCounter, HostTotals};
 pub use view::{Filter, FilterError, SortKey, Subject};
 
 use crate::snapshot::{ScanStats, Snapshot};

@@ -70,6 +70,10 @@ pub fn render_text_fit(r: &Report, width: usize) -> String {
     if let Some(job) = &r.job {
         out.push_str(&render_job(job));
     }
+    out.push_str("\nKnown-issues base:\n");
+    for b in &r.bases {
+        out.push_str(&format!("  {}\n", safe(&b.sentence())));
+    }
     out.push_str(&render_issues(&r.known_issues));
     if let Some(h) = &r.host {
         out.push_str(&render_host(h));
@@ -158,6 +162,12 @@ fn render_issues(a: &Assessment) -> String {
             out.push_str(&format!("    - {}\n", safe(f)));
         }
         said.extend(m.facts.iter().map(String::as_str));
+        for q in &m.vendor_statements {
+            out.push_str(&format!(
+                "    on the record (vendor, {}, {}): \"{}\"\n",
+                q.date, q.link, q.text
+            ));
+        }
         for c in &m.claims {
             out.push_str(&format!("    {}: {}\n", c.confidence.as_str(), c.claim));
         }
@@ -183,6 +193,9 @@ fn render_next_step(step: &NextStep) -> String {
         "\nNext step ({}):\n  try first: {}\n    caveat: {}\n",
         step.issue, step.first.what, step.first.caveat
     );
+    if let Some(m) = &step.first.measured {
+        out.push_str(&format!("    measured: {}\n", m.sentence()));
+    }
     if let Some(cmd) = &step.experiment {
         out.push_str(&format!("    measure it: {}\n", safe(cmd)));
     }
@@ -194,6 +207,9 @@ fn render_next_step(step: &NextStep) -> String {
             "    - {} ({}; caveat: {})\n",
             alt.workaround.what, alt.issue, alt.workaround.caveat
         ));
+        if let Some(m) = &alt.workaround.measured {
+            out.push_str(&format!("      measured: {}\n", m.sentence()));
+        }
     }
     out
 }

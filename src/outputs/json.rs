@@ -2,7 +2,7 @@
 //! are `null`, never 0.
 
 use crate::findings::Finding;
-use crate::ledger::{DriverHeld, Ledger, Usage};
+use crate::ledger::{CounterFault, DriverHeld, Ledger, Usage};
 use crate::snapshot::ScanStats;
 use crate::sources::drm_devices::IntegratedBy;
 use serde::Serialize;
@@ -16,7 +16,7 @@ struct Doc<'a> {
     schema: &'static str,
     time: String,
     root: &'a str,
-    host: Host,
+    host: Host<'a>,
     devices: Vec<Device<'a>>,
     processes: Vec<Process<'a>>,
     clients: Vec<Client<'a>>,
@@ -27,7 +27,7 @@ struct Doc<'a> {
 }
 
 #[derive(Serialize)]
-struct Host {
+struct Host<'a> {
     mem_total: Option<u64>,
     mem_available: Option<u64>,
     gpu_active: Option<u64>,
@@ -36,6 +36,8 @@ struct Host {
     unaccounted: Option<u64>,
     pinned_shmem: Option<u64>,
     driver_held: Option<DriverHeld>,
+    /// GPU page counters above MemTotal (kernel faults, not used).
+    counter_faults: &'a [CounterFault],
 }
 
 #[derive(Serialize)]
@@ -134,6 +136,7 @@ fn doc<'a>(ledger: &'a Ledger, findings: &'a [Finding]) -> Doc<'a> {
             unaccounted: ledger.host.unaccounted,
             pinned_shmem: ledger.host.pinned_shmem,
             driver_held: ledger.host.driver_held(),
+            counter_faults: &ledger.host.counter_faults,
         },
         devices: ledger
             .devices

@@ -117,6 +117,8 @@ mod tests {
             peak_live: 2 << 30,
             live_at_end: 0,
             largest: 2 << 30,
+            large_allocs: (0, 0),
+            pow2_allocs: (0, 0),
             failed,
             live: Vec::new(),
         }

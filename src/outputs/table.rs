@@ -75,6 +75,9 @@ fn host_section(l: &Ledger, width: usize) -> String {
         width,
     ));
     out.push_str(&wrap::paragraph("  ", &counters_line(h), width));
+    for f in &h.counter_faults {
+        out.push_str(&wrap::paragraph("  ", &f.sentence(), width));
+    }
     out
 }
 
@@ -91,6 +94,13 @@ pub(crate) fn driver_held_line(held: Option<DriverHeld>) -> String {
         human_bytes(e.counter_bytes),
         human_bytes(e.pinned_shmem)
     );
+    if let Some(pool) = e.reclaimable_pool.filter(|p| *p > 0) {
+        let _ = write!(
+            s,
+            "; TTM pool (GPUReclaim, reclaimable, not held) {}",
+            human_bytes(pool)
+        );
+    }
     if let Some(other) = e.other_unaccounted {
         let _ = write!(s, "; other unaccounted {}", human_bytes(other));
     }

@@ -73,7 +73,7 @@ mod recorded;
 pub mod run;
 pub mod session;
 pub mod trace;
-mod trace_read;
+pub(crate) mod trace_read;
 mod trace_write;
 pub mod trace_ze;
 mod write;
@@ -87,7 +87,7 @@ pub use read_host::{HostColumn, HostSummary};
 pub use read_output::{JobEvidence, RateSeries};
 pub use read_series::{ClassSeries, Hold, Step, HOLD_BAND, MIN_STEP_BYTES};
 pub use recorded::{RecordedFinding, RecordedProcess};
-pub use trace_read::{CallRow, CallTable};
+pub use trace_read::{CallRow, CallTable, ROUNDING_FLOOR};
 pub use trace_write::Resolver;
 pub use write::{Recorder, RecordingMeta};
 

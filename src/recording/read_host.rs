@@ -83,7 +83,7 @@ pub(super) fn fold_host(
         "NULL, NULL, NULL, NULL"
     };
     let mut st = conn.prepare(&format!(
-        "SELECT id, t_ms, mem_available, gpu_active, unaccounted, gpu_source, {held_columns}, mem_total FROM samples ORDER BY id",
+        "SELECT id, t_ms, mem_available, gpu_active, unaccounted, gpu_source, {held_columns}, mem_total, gpu_reclaim FROM samples ORDER BY id",
     ))?;
     let mut rows = st.query([])?;
     while let Some(r) = rows.next()? {
@@ -137,6 +137,7 @@ fn driver_held(r: &Row, layout: Layout) -> rusqlite::Result<Option<DriverHeld>> 
     if !layout.has_driver_held() {
         let totals = HostTotals {
             gpu_active: gpu,
+            gpu_reclaim: u(r.get(11)?),
             gpu_active_source: r.get(5)?,
             unaccounted: unacc,
             ..HostTotals::default()
@@ -148,15 +149,25 @@ fn driver_held(r: &Row, layout: Layout) -> rusqlite::Result<Option<DriverHeld>> 
     };
     let counter = names::counter(&name).map_err(|e| names::conversion(7, e))?;
     let counter_bytes = u(r.get(8)?).unwrap_or(bytes);
+    let mem_total = u(r.get(10)?);
+    // A pool larger than MemTotal is a kernel counter fault (ledger::CounterFault): not named.
+    let reclaimable_pool = match counter {
+        crate::ledger::HeldCounter::Unaccounted => None,
+        _ => u(r.get(11)?).filter(|p| mem_total.is_none_or(|t| *p <= t)),
+    };
     let other_unaccounted = match counter {
         crate::ledger::HeldCounter::Unaccounted => None,
-        _ => unacc.map(|x| x.saturating_sub(counter_bytes)),
+        _ => unacc.map(|x| {
+            x.saturating_sub(counter_bytes)
+                .saturating_sub(reclaimable_pool.unwrap_or(0))
+        }),
     };
     Ok(Some(DriverHeld {
         bytes,
         counter,
         counter_bytes,
         pinned_shmem: u(r.get(9)?).unwrap_or(0),
+        reclaimable_pool,
         other_unaccounted,
     }))
 }

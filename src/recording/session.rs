@@ -23,7 +23,7 @@ pub enum StepError {
 /// kernel log is recorded on its own, as events).
 pub fn observer(thresholds: &Thresholds) -> Observer {
     let observer = Observer::new(thresholds.clone());
-    match Base::embedded() {
+    match Base::installed(None) {
         Ok(base) => observer.known_issues(base),
         Err(_) => observer,
     }

@@ -13,6 +13,10 @@ use std::collections::{BTreeMap, HashMap};
 /// Live-bytes points kept per row.
 pub const LIVE_POINTS: usize = 2000;
 
+/// Allocations from this size up are counted for rounding (below it, powers of two are
+/// ordinary: pages, small buffers).
+pub const ROUNDING_FLOOR: u64 = 1 << 20;
+
 /// One process × API kind × device.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CallRow {
@@ -34,6 +38,11 @@ pub struct CallRow {
     pub live_at_end: u64,
     /// The largest single successful allocation.
     pub largest: u64,
+    /// Successful allocations of at least [`ROUNDING_FLOOR`] bytes: (count, bytes).
+    pub large_allocs: (u64, u64),
+    /// Those of them whose size is exactly a power of two: (count, bytes). A caching allocator
+    /// that rounds requests up (PyTorch's pinned host allocator) makes every one of them so.
+    pub pow2_allocs: (u64, u64),
     /// Failed calls: (error name or code, count).
     pub failed: Vec<(String, u64)>,
     /// (t_ms, live bytes) at each change.
@@ -93,6 +102,12 @@ fn apply(row: &mut CallRow, op: Op, bytes: u64, t_ms: u64) {
         Op::Alloc | Op::MakeResident | Op::OpenIpc => {
             row.live_at_end = row.live_at_end.saturating_add(bytes);
             row.largest = row.largest.max(bytes);
+            if op == Op::Alloc && bytes >= ROUNDING_FLOOR {
+                add_count(&mut row.large_allocs, bytes);
+                if bytes.is_power_of_two() {
+                    add_count(&mut row.pow2_allocs, bytes);
+                }
+            }
         }
         Op::Free | Op::Evict | Op::CloseIpc => {
             row.live_at_end = row.live_at_end.saturating_sub(bytes)
@@ -106,6 +121,11 @@ fn apply(row: &mut CallRow, op: Op, bytes: u64, t_ms: u64) {
         }
         row.live.push((t_ms, row.live_at_end));
     }
+}
+
+fn add_count(c: &mut (u64, u64), bytes: u64) {
+    c.0 += 1;
+    c.1 = c.1.saturating_add(bytes);
 }
 
 /// One stored call.
@@ -153,6 +173,8 @@ impl Folder {
                 peak_live: 0,
                 live_at_end: 0,
                 largest: 0,
+                large_allocs: (0, 0),
+                pow2_allocs: (0, 0),
                 failed: Vec::new(),
                 live: Vec::new(),
             })
@@ -280,4 +302,19 @@ pub(super) fn calls(
     table.skipped_peer_residency = folder.skipped;
     table.rows = folder.rows.into_values().collect();
     Ok(Some(table))
+}
+
+/// A host-pinned row folded from successful allocations of `sizes` (then frees of `freed` of
+/// them), as the reader folds stored calls: for rules tested on constructed traces.
+#[cfg(test)]
+pub(crate) fn pinned_row(pid: u32, sizes: &[u64], freed: usize) -> CallRow {
+    let mut f = Folder::default();
+    let row = f.row((pid, Platform::Cuda, Api::HostPinned, None));
+    for (i, &b) in sizes.iter().enumerate() {
+        fold(row, Platform::Cuda, Op::Alloc, b, 0, i as u64);
+    }
+    for &b in sizes.iter().take(freed) {
+        fold(row, Platform::Cuda, Op::Free, b, 0, sizes.len() as u64);
+    }
+    row.clone()
 }

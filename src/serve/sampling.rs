@@ -78,7 +78,7 @@ impl Renderer {
         let mut observer = Observer::new(opts.thresholds.clone())
             .kernel_log(KernelLog::Cached)
             .window(opts.since, crate::clock::system());
-        if let Ok(base) = Base::embedded() {
+        if let Ok(base) = Base::installed(None) {
             observer = observer.known_issues(base);
         }
         let mut r = Renderer {

@@ -290,6 +290,7 @@ fn add_held(a: Option<DriverHeld>, b: Option<DriverHeld>) -> Option<DriverHeld> 
             counter: x.counter,
             counter_bytes: x.counter_bytes.saturating_add(y.counter_bytes),
             pinned_shmem: x.pinned_shmem.saturating_add(y.pinned_shmem),
+            reclaimable_pool: add_opt(x.reclaimable_pool, y.reclaimable_pool),
             other_unaccounted: add_opt(x.other_unaccounted, y.other_unaccounted),
         }),
         (x, y) => x.or(y),

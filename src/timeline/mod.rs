@@ -9,6 +9,7 @@ mod group_members;
 mod job_end;
 mod job_set;
 mod patterns;
+pub mod pinned;
 pub mod project;
 pub mod ranks;
 mod shapes;

@@ -77,6 +77,13 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
         }
     }
     out.extend(released_on_exit(rec));
+    if let Some(calls) = &rec.calls {
+        let started_ms = rec.meta.get("started_ms").and_then(|v| v.parse().ok());
+        out.extend(super::pinned::pinned_rounding(
+            calls,
+            started_ms.unwrap_or(0),
+        ));
+    }
     // Every recorded finding is on the timeline: known issues as matched, the others (the
     // peer-mirror pattern, driver-held host memory, host pressure, …) over the span they held.
     out.extend(

@@ -60,10 +60,24 @@ fn experiment_names_the_controls_that_remove_the_effect() {
         "no-peer-access",
         "no-usm-pools",
         "nccl-no-p2p",
+        "usm-resident",
     ] {
         assert!(list.contains(name), "{list}");
     }
     assert!(list.contains("ForceZeDeviceCanAccessPerReturnValue=0"));
+    assert!(list.contains("SYCL_UR_USE_LEVEL_ZERO_V2=0 UR_L0_USM_RESIDENT=0x1"));
+    let opt_in = list
+        .lines()
+        .find(|l| l.starts_with("skip-peer-residency"))
+        .unwrap_or_else(|| panic!("skip-peer-residency not listed:\n{list}"));
+    assert!(
+        opt_in.contains("(opt-in: runs only when named)"),
+        "{opt_in}"
+    );
+    assert!(
+        opt_in.contains("GPULEDGER_ZE_SKIP_PEER_RESIDENCY=1"),
+        "{opt_in}"
+    );
     let bad = run(&["experiment", "--controls", "bogus", "--", "true"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown control \"bogus\""));

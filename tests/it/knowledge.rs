@@ -71,6 +71,7 @@ links = ["https://example.org/1"]
 [[quotes]]
 link = "https://example.org/1"
 date = "2026-08-06"
+by = "reporter"
 text = "+8.07 GiB"
 [[claims]]
 claim = "c"
@@ -81,6 +82,16 @@ introduced = "26.09.37435"
 fixed = "26.40"
 [hardware]
 families = ["bmg"]
+[[workarounds]]
+what = "w"
+caveat = "c"
+[workarounds.measured]
+link = "https://example.org/1"
+date = "2026-10-04"
+setup = "4x B70"
+host_held = "0.3 GiB"
+baseline_held = "12.6 GiB"
+throughput = "unchanged"
 "#;
 
 #[test]
@@ -163,6 +174,48 @@ fn bad_entries_name_the_file_and_the_field() {
                 "[conditions]\nkernel_fixed = \"rc1\"\n[hardware]",
             ),
             "conditions.kernel_fixed",
+        ),
+        (
+            GOOD.replace(
+                "[hardware]",
+                "[conditions]\nneeds_signature = true\n[hardware]",
+            ),
+            "conditions.needs_signature",
+        ),
+        (GOOD.replace("by = \"reporter\"", "by = \"someone\""), "by"),
+        (GOOD.replace("by = \"reporter\"\n", ""), "by"),
+        (
+            GOOD.replace(
+                "status = \"open\"",
+                "status = \"open\"\nupdated = \"later\"",
+            ),
+            "updated",
+        ),
+        (
+            GOOD.replace(
+                "link = \"https://example.org/1\"\ndate = \"2026-10-04\"",
+                "link = \"https://example.org/9\"\ndate = \"2026-10-04\"",
+            ),
+            "workarounds.measured.link",
+        ),
+        (
+            GOOD.replace("host_held = \"0.3 GiB\"", "host_held = \"13 GiB\""),
+            "workarounds.measured.host_held",
+        ),
+        (
+            GOOD.replace("host_held = \"0.3 GiB\"", "host_held = \"a little\""),
+            "host_held",
+        ),
+        (
+            GOOD.replace(
+                "baseline_held = \"12.6 GiB\"",
+                "baseline_held = \"0 GiB\"\n",
+            ),
+            "workarounds.measured.baseline_held",
+        ),
+        (
+            GOOD.replace("throughput = \"unchanged\"", "throughput = \"same\""),
+            "throughput",
         ),
     ];
     for (text, field) in cases {
@@ -248,11 +301,18 @@ fn facts_for(base: &Base, e: &Entry, version: Option<&str>) -> Facts {
         .iter()
         .map(|(k, v)| (k.clone(), v.replace('*', "1")))
         .collect();
+    // An entry that needs its signature is seen with it or not at all.
+    let findings = match &e.signature {
+        Some(sig) if e.conditions.needs_signature => {
+            vec![finding(sig.kind, sig.backing.or(Some(Backing::Pinned)))]
+        }
+        _ => Vec::new(),
+    };
     Facts {
         versions,
         devices,
         env,
-        findings: Vec::new(),
+        findings,
         kernel: None,
         command: Vec::new(),
     }
@@ -276,6 +336,34 @@ fn finding(kind: Kind, backing: Option<Backing>) -> Finding {
 }
 
 #[test]
+fn an_entry_that_needs_its_signature_matches_only_with_it() {
+    let text = GOOD.replace(
+        "[hardware]",
+        "[conditions]\nneeds_signature = true\n[signature]\nkind = \"host_pressure\"\n[hardware]",
+    );
+    let base = with_entry("x-1.toml", &text).unwrap();
+    let e = base.entry("x-1").unwrap();
+    let mut facts = facts_for(&base, e, Some("26.22"));
+    let with = assess(&base, &facts);
+    let m = with
+        .matches
+        .iter()
+        .find(|m| m.id == "x-1")
+        .expect("matches");
+    assert!(m.facts.iter().any(|f| f.contains("host_pressure")), "{m:?}");
+    facts.findings.clear();
+    let without = assess(&base, &facts);
+    assert!(without.matches.iter().all(|m| m.id != "x-1"));
+    let why = &without
+        .not_matched
+        .iter()
+        .find(|n| n.id == "x-1")
+        .unwrap()
+        .reason;
+    assert_eq!(why, "no host_pressure finding, which the issue needs");
+}
+
+#[test]
 fn every_entry_matches_its_own_facts_and_not_one_version_below() {
     let base = Base::embedded().unwrap();
     for e in &base.entries {
@@ -287,10 +375,10 @@ fn every_entry_matches_its_own_facts_and_not_one_version_below() {
             .iter()
             .find(|m| m.id == e.id)
             .unwrap_or_else(|| panic!("{} did not match: {a:?}", e.id));
-        let expect = if e.informational {
-            Severity::Info
-        } else {
-            Severity::Warning
+        let expect = match (e.informational, e.conditions.needs_signature) {
+            (true, _) => Severity::Info,
+            (false, true) => Severity::Critical,
+            (false, false) => Severity::Warning,
         };
         assert_eq!(m.severity, expect, "{}", e.id);
         assert!(!m.facts.is_empty() && !m.links.is_empty(), "{}", e.id);

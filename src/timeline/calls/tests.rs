@@ -14,6 +14,8 @@ fn row(pid: u32, api: Api, peak_live: u64) -> CallRow {
         peak_live,
         live_at_end: 0,
         largest: peak_live,
+        large_allocs: (0, 0),
+        pow2_allocs: (0, 0),
         failed: Vec::new(),
         live: Vec::new(),
     }
