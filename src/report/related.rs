@@ -2,7 +2,7 @@
 //! findings of the snapshot and the recordings, written for the maintainer who reads the report.
 
 use super::escape::text;
-use crate::knowledge::{Assessment, Match};
+use crate::knowledge::{Assessment, Match, NextStep};
 use std::fmt::Write;
 
 /// The section's body: one item per match, with why it matches and the workaround's caveat,
@@ -18,6 +18,9 @@ pub(super) fn related(a: &Assessment) -> String {
     }
     for m in &a.matches {
         matched(&mut out, m);
+    }
+    if let Some(step) = &a.next_step {
+        next_step(&mut out, step);
     }
     if !a.not_matched.is_empty() {
         out.push_str("\nEntries for these devices that do not match, and why:\n\n");
@@ -48,6 +51,33 @@ fn matched(out: &mut String, m: &Match) {
         );
     }
     let _ = writeln!(out, "  - upstream status: {}", m.status);
+}
+
+/// The one thing to try first over all matches, how to measure it, and the alternatives: the
+/// words doctor and the findings use ([`NextStep`]).
+fn next_step(out: &mut String, step: &NextStep) {
+    let _ = writeln!(
+        out,
+        "\n**Next step** (from `{}`): {} (caveat: {})",
+        step.issue,
+        text(&step.first.what),
+        text(&step.first.caveat)
+    );
+    if let Some(m) = &step.first.measured {
+        let _ = writeln!(out, "  - measured: {}", text(&m.sentence()));
+    }
+    if let Some(cmd) = &step.experiment {
+        let _ = writeln!(out, "  - measure it: `{}`", cmd.replace('`', "'"));
+    }
+    for alt in &step.alternatives {
+        let _ = writeln!(
+            out,
+            "  - then: {} (`{}`; caveat: {})",
+            text(&alt.workaround.what),
+            alt.issue,
+            text(&alt.workaround.caveat)
+        );
+    }
 }
 
 /// The ids of the matches, for the issue form's "searched for similar issues" line.

@@ -106,6 +106,19 @@ fn record_show_and_report_carry_it() {
     assert!(related.contains("https://github.com/intel/compute-runtime/issues/953"));
     assert!(related.contains("workaround:"));
     assert!(report.contains(&format!("see \"Possibly related\": {C953}")));
+    // The one next step, in the words doctor and the finding use.
+    let first = "Set NEOReadDebugKeys=1 EnableDeferBacking=0 for the job";
+    let step = related.split("**Next step**").nth(1).expect(related);
+    assert!(
+        step.starts_with(&format!(" (from `{C953}`): {first}")),
+        "{step}"
+    );
+    assert!(
+        step.contains("gpuledger experiment --controls no-defer-backing"),
+        "{step}"
+    );
+    let doctor = stdout_of(&["--root", b, "doctor"], 0);
+    assert!(doctor.contains(&format!("try first: {first}")), "{doctor}");
 }
 
 /// gpuledger's own blind spot on NVIDIA (cudaHostRegister moves no counter) is not a known
