@@ -368,6 +368,7 @@ fn dedup_clients(
 ) -> Vec<Client> {
     // Key: (device, client id) or, without an id, (device, pid, fd) which is never shared.
     let mut by_key: BTreeMap<(String, Option<u64>, u32, u32), Client> = BTreeMap::new();
+    let claim = claims(devices, processes);
     for p in processes.iter_mut() {
         for fd in std::mem::take(&mut p.drm)
             .into_iter()
@@ -388,7 +389,9 @@ fn dedup_clients(
                 regions: fd.info.regions,
                 path: fd.path,
             });
-            c.owner = c.owner.min(p.pid);
+            if claim(p.pid) < claim(c.owner) {
+                c.owner = p.pid;
+            }
             c.holders.push((p.pid, fd.fd));
         }
     }
@@ -398,6 +401,54 @@ fn dedup_clients(
     }
     out
 }
+
+/// Which holder of a shared client it is credited to: the lowest key wins. A holder with a rank
+/// variable before one without (a launcher that keeps rank 0's fd must not take rank 0's bytes),
+/// then one with engine time on a client of its own (the process doing GPU work), then the lowest
+/// pid (a DataLoader worker that inherited its parent's fd leaves it to the parent).
+fn claims(
+    devices: &[DeviceInfo],
+    processes: &[crate::snapshot::ProcessSample],
+) -> impl Fn(u32) -> (bool, bool, u32) {
+    let mut holders: BTreeMap<(String, u64), u32> = BTreeMap::new();
+    fn ids<'a>(
+        devices: &'a [DeviceInfo],
+        p: &'a crate::snapshot::ProcessSample,
+    ) -> impl Iterator<Item = (&'a crate::snapshot::DrmFd, Option<(String, u64)>)> {
+        p.drm
+            .iter()
+            .map(|f| (f, f.info.client_id.map(|id| (device_of(devices, f), id))))
+    }
+    for p in processes {
+        for (_, key) in ids(devices, p) {
+            *holders.entry(key.unwrap_or_default()).or_default() += 1;
+        }
+    }
+    let keys: BTreeMap<u32, (bool, bool)> = processes
+        .iter()
+        .map(|p| {
+            let ranked = env_number(&p.env, RANK_VARS).is_some();
+            let busy_own = ids(devices, p).any(|(f, key)| {
+                key.is_none_or(|k| holders.get(&k) == Some(&1))
+                    && f.info.engines.values().any(|e| e.busy_ns.unwrap_or(0) > 0)
+            });
+            (p.pid, (!ranked, !busy_own))
+        })
+        .collect();
+    move |pid| {
+        let (unranked, idle) = keys.get(&pid).copied().unwrap_or((true, true));
+        (unranked, idle, pid)
+    }
+}
+
+/// The environment variables that carry a process's global rank, by launcher.
+const RANK_VARS: &[&str] = &[
+    "RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+];
 
 /// One process's row, its names and environment moved from the sample.
 fn process_row(
@@ -410,16 +461,7 @@ fn process_row(
     let has_nvidia_fds = has(crate::sources::proc_pid::GpuFdKind::Nvidia);
     let has_kfd_fd = has(crate::sources::proc_pid::GpuFdKind::Kfd);
     let labels = job_labels(&p, pods);
-    let rank = env_number(
-        &p.env,
-        &[
-            "RANK",
-            "OMPI_COMM_WORLD_RANK",
-            "PMI_RANK",
-            "PMIX_RANK",
-            "SLURM_PROCID",
-        ],
-    );
+    let rank = env_number(&p.env, RANK_VARS);
     let local_rank = env_number(
         &p.env,
         &[

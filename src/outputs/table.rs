@@ -189,6 +189,7 @@ fn process_section(l: &Ledger, width: usize) -> String {
         return "GPU memory by process\n  no process holds GPU memory\n".into();
     }
     let mut rows = Vec::new();
+    let mut sharers = String::new();
     for p in holders {
         if p.usage.is_empty() {
             let owners: Vec<String> = p
@@ -196,15 +197,13 @@ fn process_section(l: &Ledger, width: usize) -> String {
                 .iter()
                 .map(|(id, o)| format!("client {id} of pid {o}"))
                 .collect();
-            rows.push(vec![
-                p.pid.to_string(),
-                p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
-                p.comm.clone(),
-                format!("(shares {}; counted there)", owners.join(", ")),
-                String::new(),
-                String::new(),
-                String::new(),
-            ]);
+            let rank = p.rank.map(|r| format!("rank {r}, ")).unwrap_or_default();
+            sharers.push_str(&format!(
+                "  pid {} ({rank}{}) also holds {}: counted there\n",
+                p.pid,
+                p.comm,
+                owners.join(", ")
+            ));
             continue;
         }
         for (i, dev) in p.devices().into_iter().enumerate() {
@@ -242,7 +241,7 @@ fn process_section(l: &Ledger, width: usize) -> String {
         ("SHARED", Align::Right),
     ];
     format!(
-        "GPU memory by process (resident; LOCAL = VRAM/local, HOST = GTT/system)\n{}",
+        "GPU memory by process (resident; LOCAL = VRAM/local, HOST = GTT/system)\n{}{sharers}",
         render_fit("  ", &headers, &rows, width)
     )
 }

@@ -46,6 +46,7 @@ mod report;
 mod scaling;
 mod serve;
 mod serve_exposure;
+mod shared_holders;
 mod simulate;
 mod snapshot_fixtures;
 mod timeline_record;
