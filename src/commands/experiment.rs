@@ -128,18 +128,18 @@ fn list_controls() -> Result<ExitCode> {
     let listed = builtin().into_iter().map(|c| (c, "")).chain(
         opt_in()
             .into_iter()
-            .map(|c| (c, " (opt-in: runs only when named)")),
+            .map(|c| (c, "opt-in, runs only when named: ")),
     );
     let rows: Vec<Vec<String>> = listed
         .map(|(c, mark)| {
             vec![
-                format!("{}{mark}", c.name),
+                c.name,
                 c.env
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect::<Vec<_>>()
                     .join(" "),
-                c.about,
+                format!("{mark}{}", c.about),
             ]
         })
         .collect();

@@ -71,7 +71,7 @@ fn experiment_names_the_controls_that_remove_the_effect() {
         .find(|l| l.starts_with("skip-peer-residency"))
         .unwrap_or_else(|| panic!("skip-peer-residency not listed:\n{list}"));
     assert!(
-        opt_in.contains("(opt-in: runs only when named)"),
+        opt_in.contains("opt-in, runs only when named: "),
         "{opt_in}"
     );
     assert!(
