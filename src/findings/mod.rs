@@ -112,6 +112,9 @@ pub enum Kind {
     ReleasedOnExit,
     /// Timeline (traced): pinned host blocks a caching allocator rounded up to powers of two.
     PinnedRounding,
+    /// Timeline: the job's output says an allocation on the GPU failed (`torch.OutOfMemoryError`,
+    /// CUDA error 2, `UR_RESULT_ERROR_OUT_OF_RESOURCES`, …).
+    DeviceOom,
     /// A kind this build does not know, read from a recording that a newer gpuledger wrote: kept
     /// (with its message) rather than refusing the whole recording.
     #[serde(other)]
@@ -121,7 +124,7 @@ pub enum Kind {
 impl Kind {
     /// Every kind this build knows (not [`Kind::Unknown`]): the snapshot kinds, then the
     /// timeline kinds, as `--explain` lists them.
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::PeerMirror,
         Kind::OwnCardMirror,
         Kind::DriverHeldHost,
@@ -137,6 +140,7 @@ impl Kind {
         Kind::Leak,
         Kind::ReleasedOnExit,
         Kind::PinnedRounding,
+        Kind::DeviceOom,
     ];
 
     /// snake_case name (the serde name: how JSON and recordings spell it).
@@ -157,12 +161,13 @@ impl Kind {
             Kind::Leak => "leak",
             Kind::ReleasedOnExit => "released_on_exit",
             Kind::PinnedRounding => "pinned_rounding",
+            Kind::DeviceOom => "device_oom",
             Kind::Unknown => "unknown",
         }
     }
 
     /// The names `--explain` accepts: every known kind's [`Kind::as_str`].
-    pub fn names() -> [&'static str; 15] {
+    pub fn names() -> [&'static str; 16] {
         Kind::ALL.map(Kind::as_str)
     }
 
@@ -189,6 +194,7 @@ impl Kind {
             Kind::Leak => include_str!("explain/leak.txt"),
             Kind::ReleasedOnExit => include_str!("explain/released_on_exit.txt"),
             Kind::PinnedRounding => include_str!("explain/pinned_rounding.txt"),
+            Kind::DeviceOom => include_str!("explain/device_oom.txt"),
             Kind::Unknown => include_str!("explain/unknown.txt"),
         }
     }

@@ -21,12 +21,14 @@
 mod classify;
 mod collect;
 mod markers;
+mod oom;
 mod pump;
 mod rate;
 
 pub use classify::{classify, ErrorKind, Traceback};
 pub use collect::{Batch, Collector, Counts};
 pub use markers::MarkerFile;
+pub use oom::{device_oom, DeviceOom, OomLayer};
 pub use pump::{pump, Capture};
 pub use rate::{plausible, RateSpec, RateSpecError, MAX_RATE_MAGNITUDE};
 

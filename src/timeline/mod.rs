@@ -1,6 +1,7 @@
 //! Timeline analysis of a recording: per-rank peaks, growth patterns and the bad-vs-good diff.
 
 pub mod calls;
+mod device_oom;
 pub mod diff;
 mod diff_row;
 pub mod evidence;

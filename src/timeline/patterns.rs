@@ -1,4 +1,5 @@
-//! Timeline findings: stepwise_growth, plateau, leak, released_on_exit, and peer_mirror over time.
+//! Timeline findings: stepwise_growth, plateau, leak, released_on_exit, device_oom, and
+//! peer_mirror over time.
 
 use super::shapes::tensor_shapes;
 use crate::findings::{Finding, Kind, Severity};
@@ -77,6 +78,7 @@ pub fn analyze(rec: &Recording) -> Vec<TimelineFinding> {
         }
     }
     out.extend(released_on_exit(rec));
+    out.extend(super::device_oom::device_oom_findings(rec));
     if let Some(calls) = &rec.calls {
         let started_ms = rec.meta.get("started_ms").and_then(|v| v.parse().ok());
         out.extend(super::pinned::pinned_rounding(

@@ -7,6 +7,7 @@ mod cgroup_follow;
 mod cli;
 mod common;
 mod deploy_dashboard;
+mod device_oom;
 mod doctor;
 mod experiment;
 mod finding_text;
