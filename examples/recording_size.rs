@@ -80,6 +80,7 @@ fn main() {
                 has_kfd_fd: false,
                 cgroup: None,
                 labels: Default::default(),
+                engines: Vec::new(),
             });
         }
         let found = analyze(&ledger, &t);

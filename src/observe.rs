@@ -47,6 +47,7 @@ pub struct Observer {
     registered: std::collections::BTreeMap<u32, u64>,
     since: Since,
     clock: Arc<dyn Clock>,
+    engines: crate::ledger::EngineClock,
 }
 
 impl Observer {
@@ -61,6 +62,7 @@ impl Observer {
             registered: Default::default(),
             since: Since::default(),
             clock: clock::system(),
+            engines: Default::default(),
         }
     }
 
@@ -98,6 +100,7 @@ impl Observer {
         }
         let mut ledger = Ledger::from_snapshot(snap);
         ledger.add_registered(&self.registered);
+        self.engines.apply(&mut ledger);
         let mut found = findings::analyze(&ledger, &self.thresholds);
         if self.kernel != KernelLog::Off {
             if self.kernel == KernelLog::Fresh {

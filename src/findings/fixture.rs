@@ -59,6 +59,7 @@ pub fn process(pid: u32, rank: Option<u32>, usage: &[(&str, MemClass, u64)]) -> 
         has_kfd_fd: false,
         cgroup: None,
         labels: Default::default(),
+        engines: Vec::new(),
     }
 }
 
@@ -83,6 +84,7 @@ pub fn client(owner: u32, device: &str, driver: &str, regions: &[(&str, u64)]) -
             .collect(),
         evicted_vram: None,
         path: "/dev/dri/renderD128".into(),
+        engines: Default::default(),
     }
 }
 

@@ -529,6 +529,7 @@ mod tests {
             has_kfd_fd: false,
             cgroup: None,
             labels: Default::default(),
+            engines: Vec::new(),
         });
         assert_eq!(check(&p, &l, None), None, "VRAM is not host-class");
         l.processes[0].usage.push(row("gtt", MemClass::Host, 3));

@@ -7,11 +7,13 @@
 //! of a fork), and every holder is listed on the client.
 
 mod accelerators;
+pub mod engines;
 mod host;
 mod integrated;
 mod traced;
 mod view;
 
+pub use engines::{EngineBasis, EngineClock, EngineUse};
 pub use host::{CounterFault, DriverHeld, GpuCounter, HeldCounter, HostTotals};
 pub use view::{Filter, FilterError, SortKey, Subject};
 
@@ -137,6 +139,9 @@ pub struct Client {
     pub evicted_vram: Option<u64>,
     /// The fd link text of the first holder (`/dev/dri/renderD129`).
     pub path: String,
+    /// Its engine counters by class, for utilisation between samples ([`EngineClock`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub engines: BTreeMap<String, crate::sources::drm_fdinfo::EngineStats>,
 }
 
 /// One process's row.
@@ -172,6 +177,10 @@ pub struct ProcessRow {
     /// Pod, container and Slurm job labels.
     #[serde(default)]
     pub labels: crate::sources::cgroup::JobLabels,
+    /// Engine utilisation since the previous sample of a view that samples in a loop (empty on
+    /// a single sample).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineUse>,
 }
 
 impl ProcessRow {
@@ -387,6 +396,7 @@ fn dedup_clients(
                 owner: p.pid,
                 holders: Vec::new(),
                 regions: fd.info.regions,
+                engines: fd.info.engines,
                 path: fd.path,
             });
             if claim(p.pid) < claim(c.owner) {
@@ -490,6 +500,7 @@ fn process_row(
         has_kfd_fd,
         cgroup: p.cgroup,
         labels,
+        engines: Vec::new(),
     }
 }
 

@@ -117,6 +117,7 @@ mod tests {
             has_kfd_fd: false,
             cgroup: None,
             labels: Default::default(),
+            engines: Vec::new(),
         });
         let out = render(&l, true).unwrap();
         let mut r = csv::Reader::from_reader(out.as_bytes());

@@ -6,6 +6,7 @@ use super::wrap;
 use crate::findings::group::{Group, Member};
 use crate::findings::verdict::Verdict;
 use crate::findings::{Finding, Severity};
+use crate::ledger::engines::busiest_label;
 use crate::ledger::{DriverHeld, HostTotals, Ledger, MemClass};
 use crate::sources::drm_devices::DeviceInfo;
 use crate::units::{human_bytes, human_opt};
@@ -190,6 +191,7 @@ fn process_section(l: &Ledger, width: usize) -> String {
     }
     let mut rows = Vec::new();
     let mut sharers = String::new();
+    let busy = holders.iter().any(|p| !p.engines.is_empty());
     for p in holders {
         if p.usage.is_empty() {
             let owners: Vec<String> = p
@@ -220,7 +222,7 @@ fn process_section(l: &Ledger, width: usize) -> String {
                 Some(inner) if p.nspid.len() > 1 => format!("{} (ns {inner})", p.pid),
                 _ => p.pid.to_string(),
             };
-            rows.push(vec![
+            let mut row = vec![
                 cell(pid),
                 cell(p.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into())),
                 cell(p.comm.clone()),
@@ -228,10 +230,14 @@ fn process_section(l: &Ledger, width: usize) -> String {
                 human_bytes(p.resident(dev, MemClass::Device)),
                 human_bytes(p.resident(dev, MemClass::Host)),
                 human_bytes(shared),
-            ]);
+            ];
+            if busy {
+                row.push(busiest_label(&p.engines, Some(dev)));
+            }
+            rows.push(row);
         }
     }
-    let headers = [
+    let mut headers = vec![
         ("PID", Align::Right),
         ("RANK", Align::Right),
         ("COMM", Align::Left),
@@ -240,8 +246,13 @@ fn process_section(l: &Ledger, width: usize) -> String {
         ("HOST", Align::Right),
         ("SHARED", Align::Right),
     ];
+    let mut legend = "resident; LOCAL = VRAM/local, HOST = GTT/system".to_string();
+    if busy {
+        headers.push(("BUSY", Align::Right));
+        legend.push_str("; BUSY = busiest engine class since the last sample");
+    }
     format!(
-        "GPU memory by process (resident; LOCAL = VRAM/local, HOST = GTT/system)\n{}{sharers}",
+        "GPU memory by process ({legend})\n{}{sharers}",
         render_fit("  ", &headers, &rows, width)
     )
 }

@@ -61,6 +61,34 @@ impl EncodeMetric for SortedGauges {
     }
 }
 
+/// Gauge series of ratios (0–1) keyed by label set; values add up when a label set repeats.
+#[derive(Debug, Default)]
+pub(crate) struct SortedRatios(BTreeMap<Labels, f64>);
+
+impl SortedRatios {
+    /// Adds `v` to the series `labels`.
+    pub(crate) fn add(&mut self, labels: Labels, v: f64) {
+        *self.0.entry(labels).or_default() += v;
+    }
+}
+
+impl EncodeMetric for SortedRatios {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, v) in &self.0 {
+            encoder.encode_family(labels)?.encode_gauge(v)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Gauge
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Counter series keyed by label set (the exporter's own counts since it started).
 #[derive(Debug, Default)]
 pub(crate) struct SortedCounters(BTreeMap<Labels, u64>);

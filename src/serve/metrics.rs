@@ -6,7 +6,7 @@
 //! (`gpuledger_build_info`) and how its scans go (duration, errors since it started).
 
 use super::family::{l, FloatGauge, SortedCounters, SortedGauges};
-use super::process_metrics::{job_labels, process_families};
+use super::process_metrics::{engine_busy, job_labels, process_families};
 pub use super::process_metrics::{MetricsOptions, Series};
 use crate::findings::Finding;
 use crate::ledger::Ledger;
@@ -83,6 +83,11 @@ pub fn render_metrics(
         "gpuledger_process_memory_shared_bytes",
         "The part of each process's GPU buffers shared with other processes; zero values are not written",
         procs.shared,
+    );
+    reg.register(
+        "gpuledger_process_engine_busy_ratio",
+        "Busy share of each engine class per process and device since the previous sample (fdinfo drm-cycles over drm-total-cycles, else drm-engine ns over wall time, divided by the class's capacity)",
+        engine_busy(ledger, opts.series),
     );
     register_findings(&mut reg, ledger, findings, opts.series);
     reg.register(
@@ -329,6 +334,7 @@ mod tests {
             has_kfd_fd: false,
             cgroup: None,
             labels: Default::default(),
+            engines: Vec::new(),
         }
     }
 

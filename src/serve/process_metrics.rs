@@ -14,7 +14,7 @@
 //! `k8s_pod` (the pod's name) where the kubelet's log directory names the pod, else only
 //! `k8s_pod_uid`; `k8s_container_id` (the runtime's container id, all the cgroup path gives).
 
-use super::family::{l, Labels, SortedGauges};
+use super::family::{l, Labels, SortedGauges, SortedRatios};
 use crate::ledger::{Ledger, ProcessRow, Usage};
 
 /// The three per-process families.
@@ -26,6 +26,25 @@ pub(crate) struct ProcessFamilies {
     pub total: SortedGauges,
     /// `gpuledger_process_memory_shared_bytes`: the part shared with other processes.
     pub shared: SortedGauges,
+}
+
+/// `gpuledger_process_engine_busy_ratio`: each process's busy share of each engine class of
+/// each device since the previous sample (0–1, divided by the class's capacity), for the
+/// processes whose driver gives engine counters.
+pub(crate) fn engine_busy(ledger: &Ledger, series: Series) -> SortedRatios {
+    let mut fam = SortedRatios::default();
+    for p in &ledger.processes {
+        for e in &p.engines {
+            let mut labels = identity(p, true, series);
+            labels.extend(l(&[
+                ("device", e.device.clone()),
+                ("engine", e.engine.clone()),
+            ]));
+            labels.extend(job_labels(p, series));
+            fam.add(labels, e.percent() / 100.0);
+        }
+    }
+    fam
 }
 
 /// Which series the per-process families (and `gpuledger_finding_bytes`) are keyed by.

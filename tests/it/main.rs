@@ -9,6 +9,7 @@ mod common;
 mod deploy_dashboard;
 mod device_oom;
 mod doctor;
+mod engine_busy;
 mod experiment;
 mod finding_text;
 mod flags;

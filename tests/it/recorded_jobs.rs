@@ -61,6 +61,7 @@ fn process(pid: u32, usage: Option<(u64, u64)>) -> ProcessRow {
         has_kfd_fd: false,
         cgroup: None,
         labels: Default::default(),
+        engines: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 use super::model::Model;
 use crate::findings::group::groups;
 use crate::findings::{Finding, Severity};
+use crate::ledger::engines::busiest_label;
 use crate::ledger::{Ledger, MemClass, ProcessRow};
 use crate::outputs::safe_text::{display_safe, safe};
 use crate::units::human_bytes;
@@ -26,6 +27,8 @@ pub struct ProcRow {
     pub local: u64,
     /// Host-class resident bytes.
     pub host: u64,
+    /// Busiest engine class since the last sample (`ccs 42%`), `-` where none is known.
+    pub busy: String,
     /// Command line, escaped for the terminal.
     pub command: String,
 }
@@ -57,13 +60,14 @@ pub fn process_rows(l: &Ledger, m: &Model) -> (Vec<ProcRow>, usize) {
     m.sort.sort(&mut procs);
     let mut rows = Vec::new();
     for p in &procs {
-        let row = |device: String, local: u64, host: u64| ProcRow {
+        let row = |device: String, on: Option<&str>, local: u64, host: u64| ProcRow {
             pid: p.pid,
             rank: p.rank,
             comm: safe(&p.comm),
             device,
             local,
             host,
+            busy: safe(&busiest_label(&p.engines, on)),
             command: safe(&p.cmdline.join(" ")),
         };
         let devices = p.devices();
@@ -84,11 +88,12 @@ pub fn process_rows(l: &Ledger, m: &Model) -> (Vec<ProcRow>, usize) {
             if devices.len() > 1 {
                 cell.push_str(&format!(" +{}", devices.len() - 1));
             }
-            rows.push(row(cell, sum(MemClass::Device), sum(MemClass::Host)));
+            rows.push(row(cell, None, sum(MemClass::Device), sum(MemClass::Host)));
         } else {
             for d in devices {
                 rows.push(row(
                     device_cell(p, d),
+                    Some(d),
                     p.resident(d, MemClass::Device),
                     p.resident(d, MemClass::Host),
                 ));

@@ -283,5 +283,6 @@ fn process(i: usize, w: &impl Fn(usize) -> String) -> ProcessRow {
             pod_name: (i % 3 == 0).then(|| w(i + 7)),
             ..Default::default()
         },
+        engines: Vec::new(),
     }
 }

@@ -161,7 +161,7 @@ fn devices_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) -> Option<S
 }
 
 /// Table width from which the COMMAND column is shown.
-const COMMAND_FROM: u16 = 92;
+const COMMAND_FROM: u16 = 96;
 
 /// Draws the processes pane; returns the pid at its top (the one the history follows).
 fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) -> Option<u32> {
@@ -198,6 +198,7 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) -> Option
             r.device.clone(),
             human_bytes(r.local),
             human_bytes(r.host),
+            r.busy.clone(),
             r.command.clone(),
         ])
     });
@@ -210,12 +211,13 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) -> Option
     let table = Table::new(
         shown,
         [
-            Constraint::Length(8),
+            Constraint::Length(7),
             Constraint::Length(5),
-            Constraint::Length(16),
-            Constraint::Length(if m.grouped { 19 } else { 15 }),
-            Constraint::Length(11),
-            Constraint::Length(11),
+            Constraint::Length(15),
+            Constraint::Length(if m.grouped { 19 } else { 14 }),
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(8),
             command,
         ],
     )
@@ -227,6 +229,7 @@ fn processes_pane(f: &mut Frame, area: Rect, s: &State, m: &mut Model) -> Option
             "DEVICE (*home)",
             "LOCAL",
             "HOST",
+            "BUSY",
             "COMMAND",
         ])
         .style(Style::default().add_modifier(Modifier::BOLD)),
