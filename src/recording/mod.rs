@@ -59,6 +59,7 @@
 
 mod create;
 pub mod follow;
+mod job_python;
 pub mod job_target;
 mod names;
 mod read;

@@ -207,7 +207,7 @@ pub fn record(
     let mut observer = super::session::observer(&opts.thresholds);
     let start = Instant::now();
     let mut progress = Progress::default();
-    let mut python: std::collections::BTreeMap<String, String> = Default::default();
+    let mut python = super::job_python::JobPython::default();
     let mut write_error: Option<RecordingError> = None;
     let end = loop {
         let t0 = Instant::now();
@@ -232,21 +232,9 @@ pub fn record(
                 Ok((ledger, found)) => {
                     progress.samples = recorder.samples();
                     progress.update(&ledger, &found);
-                    // The frameworks of the job's Python, read once it has loaded them.
-                    if live && python.is_empty() && progress.samples <= PYTHON_TRIES {
-                        if let Some(p) = ledger
-                            .processes
-                            .iter()
-                            .find(|p| p.comm.starts_with("python"))
-                        {
-                            python =
-                                crate::sources::system_info::python_packages(sampler.root(), p.pid);
-                            if !python.is_empty() {
-                                let json = serde_json::to_string(&python).expect("strings");
-                                if let Err(e) = recorder.set_meta("python", &json) {
-                                    write_error = Some(e);
-                                }
-                            }
+                    if live {
+                        if let Some(json) = python.look(sampler.root(), &ledger) {
+                            write_error = recorder.set_meta("python", &json).err();
                         }
                     }
                 }
@@ -323,10 +311,6 @@ pub fn record(
         write_error,
     })
 }
-
-/// Samples in which a recording looks for the frameworks of the job's Python (they are mapped
-/// only once imported).
-const PYTHON_TRIES: u64 = 60;
 
 /// How long a finished job's output may stay open (a daemon it started holds the pipes).
 const OUTPUT_WAIT: Duration = Duration::from_secs(2);

@@ -144,11 +144,24 @@ fn job_env(rec: &Recording) -> Vec<String> {
     without_launcher(&env)
 }
 
-/// `K=V` words of `env` but for what a launcher sets per process.
+/// Whether `k=v` is what gpuledger's own tracing put into the job (`record` sets it again).
+fn set_by_tracing(k: &str, v: &str) -> bool {
+    let ours = |path: &str| path.ends_with(crate::recording::trace::TRACER_FILE);
+    match k {
+        crate::recording::trace::CUDA_INJECTION_ENV => ours(v),
+        "LD_PRELOAD" => v.split([':', ' ']).filter(|p| !p.is_empty()).all(ours),
+        _ => k.starts_with("GPULEDGER_TRACE"),
+    }
+}
+
+/// `K=V` words of `env` but for what a launcher sets per process and what gpuledger's tracing
+/// set.
 fn without_launcher(env: &std::collections::BTreeMap<String, String>) -> Vec<String> {
     env.iter()
-        .filter(|(k, _)| {
-            !LAUNCHER.contains(&k.as_str()) && !LAUNCHER_PREFIXES.iter().any(|l| k.starts_with(l))
+        .filter(|(k, v)| {
+            !LAUNCHER.contains(&k.as_str())
+                && !LAUNCHER_PREFIXES.iter().any(|l| k.starts_with(l))
+                && !set_by_tracing(k, v)
         })
         .map(|(k, v)| format!("{k}={v}"))
         .collect()
@@ -272,5 +285,39 @@ pub(super) fn steps(recordings: &[(String, Recording)], ledger: &Ledger) -> Stri
                 shell(&with(&["gpuledger", "record", "-o", n, "--"], &run)),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steps_keep_the_jobs_variables_not_the_tracers_or_the_launchers() {
+        let env: std::collections::BTreeMap<String, String> = [
+            ("CUDA_HOME", "/usr/local/cuda"),
+            ("CUDA_INJECTION64_PATH", "/opt/gl/libgpuledger_tracer.so"),
+            ("GPULEDGER_TRACE_FD", "3:1234"),
+            ("GPULEDGER_TRACE_SOCKET", "/run/gl.sock"),
+            ("LD_PRELOAD", "/opt/gl/libgpuledger_tracer.so"),
+            ("RANK", "0"),
+            ("SLURM_JOB_ID", "7"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(without_launcher(&env), ["CUDA_HOME=/usr/local/cuda"]);
+        // Another tool's injection or preload is the job's own and stays.
+        let other: std::collections::BTreeMap<String, String> = [
+            ("CUDA_INJECTION64_PATH", "/opt/nsys/libinj.so"),
+            (
+                "LD_PRELOAD",
+                "/opt/gl/libgpuledger_tracer.so:/usr/lib/libjemalloc.so",
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(without_launcher(&other).len(), 2);
     }
 }

@@ -37,6 +37,9 @@ pub enum TraceOff {
     UnderProfiler(String),
     /// Only a command that `record` starts can be traced.
     NotStarted,
+    /// The command is gpuledger itself (`record -- gpuledger guard …`): the inner one traces
+    /// its own job, where the numbers are acted on.
+    Nested,
     /// A captured or simulated tree (`--root`) has no live job to load a tracer into.
     NotLive,
     /// The socket could not be made.
@@ -65,6 +68,7 @@ impl std::fmt::Display for TraceOff {
             TraceOff::InjectionSet(v) => write!(f, "the job already sets {CUDA_INJECTION_ENV}={v}; another tool traces it"),
             TraceOff::UnderProfiler(p) => write!(f, "the command runs under {p}, which injects its own tracer"),
             TraceOff::NotStarted => write!(f, "only a command gpuledger starts (after --) can be traced"),
+            TraceOff::Nested => write!(f, "the command is gpuledger, which traces its own job (this recording keeps its samples, not its calls)"),
             TraceOff::NotLive => write!(f, "the machine is a captured or simulated tree (--root)"),
             TraceOff::Socket(e) => write!(f, "cannot create the trace socket: {e}"),
             TraceOff::Silent(p) => write!(f, "{} was injected but sent nothing: the job made no CUDA or Level Zero call, or a program in it cleared its environment or closed inherited descriptors and could not reach the fallback socket (sudo does both; setpriv keeps them), or the loader refused the library (setuid programs, another architecture)", p.display()),
@@ -100,13 +104,17 @@ pub fn plan(
     if !live {
         return TracePlan::Off(TraceOff::NotLive);
     }
-    if let Some(v) = var(CUDA_INJECTION_ENV).filter(|v| !v.is_empty()) {
+    let name = file_name(first);
+    if name == "gpuledger" {
+        return TracePlan::Off(TraceOff::Nested);
+    }
+    // An enclosing gpuledger's own tracer is no other tool: this one takes the job over, so
+    // the calls reach the process that acts on them (a guard started by a recorded script).
+    if let Some(v) =
+        var(CUDA_INJECTION_ENV).filter(|v| !v.is_empty() && file_name(v) != TRACER_FILE)
+    {
         return TracePlan::Off(TraceOff::InjectionSet(v));
     }
-    let name = Path::new(first)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     if PROFILERS.contains(&name.as_str()) {
         return TracePlan::Off(TraceOff::UnderProfiler(name));
     }
@@ -116,6 +124,14 @@ pub fn plan(
     } else {
         TracePlan::Off(TraceOff::NoTracer(lib))
     }
+}
+
+/// The last component of `path`, empty when it has none.
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The tracer library: `GPULEDGER_TRACER`, else beside the gpuledger binary (`exe_dir`), made

@@ -64,6 +64,24 @@ fn plan_never_stacks_on_another_tool() {
     );
 }
 
+#[test]
+fn a_nested_gpuledger_traces_its_own_job() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join(TRACER_FILE), "").unwrap();
+    // `record -- gpuledger guard …`: the outer one leaves the job to the inner one.
+    let guard = argv(&["/usr/local/bin/gpuledger", "guard", "--", "python"]);
+    assert_eq!(
+        plan(true, true, &guard, |_| None, Some(t.path())),
+        TracePlan::Off(TraceOff::Nested)
+    );
+    // A guard started by a recorded script inherits the recorder's tracer and takes it over.
+    let outer = |k: &str| (k == CUDA_INJECTION_ENV).then(|| format!("/opt/gl/{TRACER_FILE}"));
+    assert_eq!(
+        plan(true, true, &argv(&["python"]), outer, Some(t.path())),
+        TracePlan::On(t.path().join(TRACER_FILE).canonicalize().unwrap())
+    );
+}
+
 fn event(pid: u32, api: Api, op: Op, bytes: u64, address: u64, result: i32) -> Event {
     Event {
         t_ns: 1_700_000_000_000_000_000,

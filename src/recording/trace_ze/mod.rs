@@ -116,12 +116,17 @@ fn preloads(value: Option<&str>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The job's `LD_PRELOAD` with the tracer first.
+/// The job's `LD_PRELOAD` with the tracer first, once (an enclosing gpuledger's copy of it
+/// dropped from the rest).
 pub fn preload_value(tracer: &Path, existing: Option<&str>) -> String {
-    match existing.filter(|e| !e.trim().is_empty()) {
-        Some(e) => format!("{}:{e}", tracer.display()),
-        None => tracer.display().to_string(),
-    }
+    let rest = preloads(existing)
+        .into_iter()
+        .filter(|lib| lib.file_name() != tracer.file_name());
+    std::iter::once(tracer.to_path_buf())
+        .chain(rest)
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// Most bytes of a preloaded library read to look for Level Zero entry points (a real

@@ -86,6 +86,14 @@ fn the_tracer_goes_first_in_the_preload_list() {
         preload_value(t, Some("/usr/lib/libjemalloc.so")),
         "/opt/gl/libgpuledger_tracer.so:/usr/lib/libjemalloc.so"
     );
+    // Under an enclosing gpuledger whose copy of the tracer is already preloaded.
+    assert_eq!(
+        preload_value(
+            t,
+            Some("/usr/lib/libjemalloc.so /tmp/x/libgpuledger_tracer.so")
+        ),
+        "/opt/gl/libgpuledger_tracer.so:/usr/lib/libjemalloc.so"
+    );
 }
 
 #[test]
