@@ -28,6 +28,9 @@ pub struct Hold {
     pub from: usize,
     /// Last sample index.
     pub to: usize,
+    /// Whether the series rose to it (false for the life's first level and for a level it
+    /// fell to).
+    pub rose: bool,
 }
 
 impl Hold {
@@ -172,6 +175,7 @@ impl Fold {
             value: self.s.start,
             from: self.life.first,
             to: self.life.first,
+            rose: false,
         });
         if run.keeps(v) {
             return;
@@ -181,6 +185,7 @@ impl Fold {
             value: v,
             from: i,
             to: i,
+            rose: v > run.value,
         };
         self.close(closed);
     }
@@ -216,6 +221,7 @@ impl Fold {
             value: self.s.start,
             from: self.life.first,
             to: self.life.first,
+            rose: false,
         });
         self.close(Hold {
             to: self.life.last,
@@ -371,11 +377,15 @@ mod tests {
         for (k, &v) in lived.iter().enumerate() {
             match out.last_mut() {
                 Some(h) if v >= h.value && v - h.value <= HOLD_BAND => h.to = first + k,
-                _ => out.push(Hold {
-                    value: v,
-                    from: first + k,
-                    to: first + k,
-                }),
+                last => {
+                    let rose = last.is_some_and(|h| v > h.value);
+                    out.push(Hold {
+                        value: v,
+                        from: first + k,
+                        to: first + k,
+                        rose,
+                    })
+                }
             }
         }
         out

@@ -145,7 +145,7 @@ fn job_env(rec: &Recording) -> Vec<String> {
 }
 
 /// Whether `k=v` is what gpuledger's own tracing put into the job (`record` sets it again).
-fn set_by_tracing(k: &str, v: &str) -> bool {
+pub(super) fn set_by_tracing(k: &str, v: &str) -> bool {
     let ours = |path: &str| path.ends_with(crate::recording::trace::TRACER_FILE);
     match k {
         crate::recording::trace::CUDA_INJECTION_ENV => ours(v),

@@ -92,8 +92,10 @@ impl JobEnd {
 impl fmt::Display for JobEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (head, kernel) = match self {
-            JobEnd::Exited { code, kernel } => (format!("exited with code {code}"), kernel),
-            JobEnd::Killed { signal, kernel } => (format!("killed by signal {signal}"), kernel),
+            JobEnd::Exited { code, kernel } => (exited(*code), kernel),
+            JobEnd::Killed { signal, kernel } => {
+                (format!("killed by signal {}", signal_word(*signal)), kernel)
+            }
             JobEnd::Died { kernel } => ("died (its processes vanished)".to_string(), kernel),
             JobEnd::Running => return f.write_str("still running, or the recorder was killed"),
         };
@@ -103,6 +105,37 @@ impl fmt::Display for JobEnd {
             f.write_str(&head)
         }
     }
+}
+
+/// "exited with code N", and for 129–192 what a shell means by it: a process it waited for
+/// was killed by signal N − 128 (`sh -c 'job & wait'`, a wrapper script).
+fn exited(code: i64) -> String {
+    match code.checked_sub(128).filter(|s| (1..=64).contains(s)) {
+        Some(s) => format!(
+            "exited with code {code}: 128 + signal {}, a process it waited for was killed",
+            signal_word(s)
+        ),
+        None => format!("exited with code {code}"),
+    }
+}
+
+/// A signal's number with its name where it is one a job commonly dies of.
+fn signal_word(signal: i64) -> String {
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => return signal.to_string(),
+    };
+    format!("{signal} ({name})")
 }
 
 #[cfg(test)]
@@ -145,8 +178,15 @@ mod tests {
         let killed = JobEnd::of(&rec(&[("signal", "9")], 4, 5, 2));
         assert_eq!(
             killed.to_string(),
-            "killed by signal 9; kernel log: 2 page-allocation failures, 0 OOM kills"
+            "killed by signal 9 (SIGKILL); kernel log: 2 page-allocation failures, 0 OOM kills"
         );
+        let shell = JobEnd::of(&rec(&[("exit_code", "137")], 4, 5, 0));
+        assert_eq!(
+            shell.to_string(),
+            "exited with code 137: 128 + signal 9 (SIGKILL), a process it waited for was killed"
+        );
+        let plain = JobEnd::of(&rec(&[("exit_code", "255")], 4, 5, 0));
+        assert_eq!(plain.to_string(), "exited with code 255");
         let died = JobEnd::of(&rec(&[], 2, 5, 7));
         assert_eq!(
             died.to_string(),

@@ -283,11 +283,12 @@ fn stepwise(rec: &Recording, sub: &Subject) -> Option<TimelineFinding> {
     })
 }
 
-/// The longest hold of the life, when it came after growing and lasted a quarter of the life:
-/// its level, from its first sample to its last.
+/// The longest hold of the life, when the series rose to it, grew since the life began and the
+/// hold lasted a quarter of the life: its level, from its first sample to its last. A level the
+/// series fell to (what is left after a peak) is no plateau.
 fn plateau(rec: &Recording, sub: &Subject) -> Option<TimelineFinding> {
     let (s, start) = (sub.s, sub.s.start);
-    let h = s.longest?;
+    let h = s.longest.filter(|h| h.rose)?;
     let grown = h.value.checked_sub(start)?;
     let share = h.samples() as f64 / sub.life() as f64;
     if grown < PLATEAU_GROWTH || share < PLATEAU_SHARE || h.samples() < 2 {

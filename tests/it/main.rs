@@ -6,6 +6,7 @@ mod capture_roundtrip;
 mod cgroup_follow;
 mod cli;
 mod common;
+mod corpus;
 mod deploy_dashboard;
 mod device_oom;
 mod doctor;
