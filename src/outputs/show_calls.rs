@@ -120,6 +120,8 @@ mod tests {
             large_allocs: (0, 0),
             pow2_allocs: (0, 0),
             failed,
+            out_of_memory: 0,
+            first_out_of_memory: None,
             live: Vec::new(),
         }
     }

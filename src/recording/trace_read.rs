@@ -45,6 +45,10 @@ pub struct CallRow {
     pub pow2_allocs: (u64, u64),
     /// Failed calls: (error name or code, count).
     pub failed: Vec<(String, u64)>,
+    /// Allocations refused for want of memory.
+    pub out_of_memory: u64,
+    /// The first of them: (t_ms, bytes asked, error name).
+    pub first_out_of_memory: Option<(u64, u64, String)>,
     /// (t_ms, live bytes) at each change.
     pub live: Vec<(u64, u64)>,
 }
@@ -87,6 +91,12 @@ fn fold(row: &mut CallRow, platform: Platform, op: Op, bytes: u64, result: i32, 
     row.calls += 1;
     if result != 0 {
         let name = name_of(platform, result);
+        if op == Op::Alloc && platform.is_out_of_memory(result) {
+            row.out_of_memory += 1;
+            if row.first_out_of_memory.is_none() {
+                row.first_out_of_memory = Some((t_ms, bytes, name.clone()));
+            }
+        }
         match row.failed.iter_mut().find(|(n, _)| *n == name) {
             Some((_, c)) => *c += 1,
             None => row.failed.push((name, 1)),
@@ -176,6 +186,8 @@ impl Folder {
                 large_allocs: (0, 0),
                 pow2_allocs: (0, 0),
                 failed: Vec::new(),
+                out_of_memory: 0,
+                first_out_of_memory: None,
                 live: Vec::new(),
             })
     }

@@ -371,7 +371,10 @@ fn job_env(input: &ReportInput) -> String {
         None => format!("{NF} (no allow-listed variables set in the GPU processes)\n"),
         Some(e) => {
             let mut body = String::new();
-            for (k, v) in e.iter().filter(|(k, v)| !super::steps::set_by_tracing(k, v)) {
+            for (k, v) in e
+                .iter()
+                .filter(|(k, v)| !super::steps::set_by_tracing(k, v))
+            {
                 let v = crate::redact::env_value(k, v);
                 let _ = writeln!(body, "{}={}", visible(k, false), visible(&v, false));
             }

@@ -12,42 +12,83 @@ use crate::units::human_bytes;
 /// Holders named in the finding, most first.
 const MAX_HOLDERS: usize = 4;
 
-/// One finding for the job's first device-memory failure, counting the later ones.
+/// What said the allocation failed: a line of the job's output, or a traced call's return code.
+enum Source {
+    Output(DeviceOom),
+    Traced(TracedOom),
+}
+
+/// The first traced allocation refused for want of memory, and how many were.
+struct TracedOom {
+    t_ms: u64,
+    bytes: u64,
+    error: String,
+    api: &'static str,
+    device: Option<u32>,
+    count: u64,
+}
+
+/// The earliest traced out-of-memory return over the recording's calls.
+fn traced(rec: &Recording) -> Option<TracedOom> {
+    let rows = rec.calls.as_ref()?.rows.iter();
+    let count = rows.clone().map(|r| r.out_of_memory).sum();
+    rows.filter_map(|r| r.first_out_of_memory.as_ref().map(|o| (r, o)))
+        .min_by_key(|(_, (t, _, _))| *t)
+        .map(|(r, (t_ms, bytes, error))| TracedOom {
+            t_ms: *t_ms,
+            bytes: *bytes,
+            error: error.clone(),
+            api: r.api.name(),
+            device: r.device,
+            count,
+        })
+}
+
+/// One finding for the job's first device-memory failure, counting the later ones: from its
+/// output where a line says so, else from the traced calls' return codes.
 pub fn device_oom_findings(rec: &Recording) -> Vec<TimelineFinding> {
-    let mut failures = rec
+    let mut lines = rec
         .evidence
         .errors
         .iter()
-        .filter_map(|e| Some((e, device_oom(&e.line.text)?)));
-    let Some((first, oom)) = failures.next() else {
-        return Vec::new();
+        .filter_map(|e| Some((e.line.t_ms, device_oom(&e.line.text)?)));
+    let traced = traced(rec);
+    let (t_ms, source, later) = match (lines.next(), traced) {
+        (Some((t, oom)), tr) => {
+            let later = lines.count();
+            (t, Source::Output(oom), (later, tr))
+        }
+        (None, Some(tr)) => (tr.t_ms, Source::Traced(tr), (0, None)),
+        (None, None) => return Vec::new(),
     };
-    let later = failures.count();
-    let t_ms = first.line.t_ms;
     let holders = holders_at(rec, t_ms);
-    let mut message = format!(
-        "the job's output says {} could not allocate device memory{}{}",
-        oom.layer.as_str(),
-        oom.gpu
-            .map(|g| format!(" on its GPU {g}"))
-            .unwrap_or_default(),
-        asked(&oom)
-    );
-    if holders.is_empty() {
-        message.push_str("; no process held device memory on the samples around it");
-    } else {
-        let names: Vec<String> = holders
-            .iter()
-            .map(|(pid, dev, b)| format!("{} {} on {dev}", who(rec, *pid), human_bytes(*b)))
-            .collect();
-        message.push_str(&format!("; device memory held then: {}", names.join(", ")));
+    let (mut message, bytes) = match &source {
+        Source::Output(oom) => (
+            format!(
+                "the job's output says {} could not allocate device memory{}{}",
+                oom.layer.as_str(),
+                oom.gpu
+                    .map(|g| format!(" on its GPU {g}"))
+                    .unwrap_or_default(),
+                asked(oom)
+            ),
+            oom.asked.unwrap_or(0),
+        ),
+        Source::Traced(tr) => (refused(tr), tr.bytes),
+    };
+    message.push_str(&held_then(rec, &holders));
+    if later.0 > 0 {
+        message.push_str(&format!("; {} more such line(s) followed", later.0));
     }
-    if later > 0 {
-        message.push_str(&format!("; {later} more such line(s) followed"));
+    if let Some(tr) = later.1 {
+        message.push_str(&format!(
+            "; the tracer saw {} allocation(s) refused ({})",
+            tr.count, tr.error
+        ));
     }
     message.push_str("; see --explain device_oom");
     let mut f = Finding::new(Kind::DeviceOom, Severity::Critical, message);
-    f.bytes = oom.asked.unwrap_or(0);
+    f.bytes = bytes;
     if let Some((pid, dev, _)) = holders.first() {
         f.pid = Some(*pid);
         f.rank = rec.process(*pid).and_then(|p| p.rank);
@@ -59,6 +100,35 @@ pub fn device_oom_findings(rec: &Recording) -> Vec<TimelineFinding> {
         worst_severity: None,
         held: None,
     }]
+}
+
+/// "a traced … allocation of N on its device D was refused (ERROR)", with the count.
+fn refused(tr: &TracedOom) -> String {
+    let more = match tr.count {
+        0 | 1 => String::new(),
+        n => format!(", {n} refused in all"),
+    };
+    format!(
+        "a traced {} allocation of {}{} was refused ({}){more}",
+        tr.api,
+        human_bytes(tr.bytes),
+        tr.device
+            .map(|d| format!(" on its device {d}"))
+            .unwrap_or_default(),
+        tr.error
+    )
+}
+
+/// "; device memory held then: …", or that nothing was held.
+fn held_then(rec: &Recording, holders: &[(u32, String, u64)]) -> String {
+    if holders.is_empty() {
+        return "; no process held device memory on the samples around it".into();
+    }
+    let names: Vec<String> = holders
+        .iter()
+        .map(|(pid, dev, b)| format!("{} {} on {dev}", who(rec, *pid), human_bytes(*b)))
+        .collect();
+    format!("; device memory held then: {}", names.join(", "))
 }
 
 fn asked(oom: &DeviceOom) -> String {

@@ -146,3 +146,30 @@ fn reports_from_the_corpus_name_the_frameworks_and_a_runnable_command() {
         }
     }
 }
+
+#[test]
+fn a_traced_out_of_memory_return_is_a_device_oom_without_any_output() {
+    // torch-oom with its output taken away: the two CUDA_ERROR_OUT_OF_MEMORY returns the tracer
+    // saw are the evidence left.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("quiet.ledger");
+    std::fs::copy(ledger("torch-oom"), &copy).unwrap();
+    let conn = rusqlite::Connection::open(&copy).unwrap();
+    conn.execute_batch("DELETE FROM output_lines; DELETE FROM output_tail;")
+        .unwrap();
+    drop(conn);
+    let doc = json_of(&["show", copy.to_str().unwrap(), "--json"], 0);
+    let oom = findings_of(&doc, "device_oom");
+    assert_eq!(oom.len(), 1, "{:#}", doc["findings"]);
+    assert_eq!(oom[0]["bytes"], 16 * GIB);
+    assert_eq!(oom[0]["pid"], 3405);
+    let m = oom[0]["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("a traced device allocation of 16.0 GiB on its device 0 was refused (CUDA_ERROR_OUT_OF_MEMORY (2)), 2 refused in all"),
+        "{m}"
+    );
+    assert!(
+        m.contains("pid 3405 (python3) 64.5 GiB on 0000:00:06.0"),
+        "{m}"
+    );
+}

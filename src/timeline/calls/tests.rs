@@ -17,6 +17,8 @@ fn row(pid: u32, api: Api, peak_live: u64) -> CallRow {
         large_allocs: (0, 0),
         pow2_allocs: (0, 0),
         failed: Vec::new(),
+        out_of_memory: 0,
+        first_out_of_memory: None,
         live: Vec::new(),
     }
 }

@@ -225,6 +225,15 @@ impl Platform {
         }
     }
 
+    /// Whether `code` says the allocation failed for want of memory (CUDA's out-of-memory, Level
+    /// Zero's out of host or device memory).
+    pub fn is_out_of_memory(self, code: i32) -> bool {
+        match self {
+            Platform::Cuda => code == 2,
+            Platform::LevelZero => matches!(code as u32, 0x7000_0002 | 0x7000_0003),
+        }
+    }
+
     /// The platform a name stands for.
     pub fn from_name(s: &str) -> Option<Platform> {
         [Platform::Cuda, Platform::LevelZero]
