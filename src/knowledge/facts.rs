@@ -205,6 +205,7 @@ fn nvml_device(root: &Root, g: &NvGpu, root_port: Option<String>) -> DeviceFact 
         gtt_used: None,
         local_totals: Default::default(),
         integrated: None,
+        telemetry: Default::default(),
     };
     DeviceFact::from_info(&info, root_port)
 }

@@ -58,6 +58,9 @@ struct Device<'a> {
     /// Device-local capacity (the table's VRAM TOTAL), `null` when unknown.
     local_total: Option<u64>,
     integrated: Option<IntegratedBy>,
+    /// Temperature, power, fan, clocks, PCIe link, utilisation, modes; absent where none given.
+    #[serde(skip_serializing_if = "crate::sources::telemetry::Telemetry::is_empty")]
+    telemetry: &'a crate::sources::telemetry::Telemetry,
 }
 
 #[derive(Serialize)]
@@ -156,6 +159,7 @@ fn doc<'a>(ledger: &'a Ledger, findings: &'a [Finding]) -> Doc<'a> {
                 memory: d.memory(&ledger.dmem_capacity),
                 local_total: d.local_capacity(&ledger.dmem_capacity),
                 integrated: d.integrated,
+                telemetry: &d.telemetry,
             })
             .collect(),
         processes: ledger

@@ -12,6 +12,7 @@ pub mod safe_text;
 pub mod show;
 pub mod show_calls;
 pub mod table;
+pub mod telemetry_table;
 pub mod text_table;
 pub mod top;
 pub mod verdict;

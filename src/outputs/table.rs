@@ -168,7 +168,11 @@ fn device_section(l: &Ledger, width: usize) -> String {
         ("VRAM USED / TOTAL", Align::Right),
         ("POWER", Align::Fold),
     ];
-    format!("GPU devices\n{}", render_fit("  ", &headers, &rows, width))
+    format!(
+        "GPU devices\n{}{}",
+        render_fit("  ", &headers, &rows, width),
+        super::telemetry_table::section(l, width)
+    )
 }
 
 /// `3.0 GiB / 12.0 GiB` as the driver, NVML or dmem states them; `-` for each unknown side, a

@@ -61,7 +61,8 @@ impl EncodeMetric for SortedGauges {
     }
 }
 
-/// Gauge series of ratios (0–1) keyed by label set; values add up when a label set repeats.
+/// Float gauge series (ratios 0–1, degrees, watts, hertz) keyed by label set; values add up
+/// when a label set repeats.
 #[derive(Debug, Default)]
 pub(crate) struct SortedRatios(BTreeMap<Labels, f64>);
 

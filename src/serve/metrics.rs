@@ -68,6 +68,7 @@ pub fn render_metrics(
         "Bytes in use in each device memory region as the driver or NVML states them; absent when unknown",
         used,
     );
+    super::device_metrics::register(&mut reg, ledger);
     let procs = process_families(ledger, opts);
     reg.register(
         "gpuledger_process_memory_bytes",

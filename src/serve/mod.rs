@@ -12,6 +12,7 @@
 mod classic_text;
 mod conn_table;
 mod connections;
+mod device_metrics;
 mod family;
 pub mod metrics;
 mod negotiate;

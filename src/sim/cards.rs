@@ -42,6 +42,32 @@ impl Card {
 
     /// The sysfs device of a DRM card at `slot` with DRM index `i`; `None` for NVIDIA, whose
     /// devices come from NVML.
+    /// What a simulated card's hwmon and PCIe files say (made-up, steady values of a busy card).
+    fn telemetry(self) -> crate::sources::telemetry::Telemetry {
+        let link = |gts: &str, width| (Some(format!("{gts} GT/s PCIe")), Some(width));
+        let (speed, width) = match self {
+            Card::XeDiscrete | Card::Amdgpu => link("16.0", 16),
+            Card::XeIntegrated | Card::Nvidia => (None, None),
+        };
+        crate::sources::telemetry::Telemetry {
+            temperature_mc: Some(if self == Card::XeIntegrated {
+                45_000
+            } else {
+                58_000
+            }),
+            energy_uj: (self == Card::XeDiscrete).then_some(9_000_000_000),
+            power_uw: (self == Card::Amdgpu).then_some(180_000_000),
+            fan_rpm: (self != Card::XeIntegrated).then_some(1_400),
+            clock_mhz: Some(2_400),
+            clock_max_mhz: (self != Card::Amdgpu).then_some(2_800),
+            link_speed: speed.clone(),
+            link_width: width,
+            link_max_speed: speed,
+            link_max_width: width,
+            ..Default::default()
+        }
+    }
+
     pub(super) fn device_info(self, i: u32, slot: String) -> Option<DeviceInfo> {
         let (vendor, device) = match self {
             Card::XeDiscrete => ("0x8086", "0xe223"),
@@ -65,6 +91,7 @@ impl Card {
             gtt_used: None,
             local_totals: Default::default(),
             integrated: None,
+            telemetry: self.telemetry(),
         })
     }
 

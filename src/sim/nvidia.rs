@@ -33,6 +33,21 @@ pub(super) fn nvml(slots: &[String], procs: &[(u32, ProcMem)]) -> Vec<NvGpu> {
                 driver_version: Some("580.159".into()),
                 pci_device_id: Some(H200_PCI_ID),
                 processes,
+                telemetry: crate::sources::telemetry::Telemetry {
+                    temperature_mc: Some(41_000),
+                    power_uw: Some(310_000_000),
+                    power_cap_uw: Some(700_000_000),
+                    clock_mhz: Some(1_980),
+                    clock_max_mhz: Some(1_980),
+                    link_speed: Some("Gen 5".into()),
+                    link_width: Some(16),
+                    link_max_speed: Some("Gen 5".into()),
+                    link_max_width: Some(16),
+                    utilization_percent: Some(87),
+                    persistence: Some(true),
+                    mig: Some(false),
+                    ..Default::default()
+                },
             }
         })
         .collect()

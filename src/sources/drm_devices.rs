@@ -77,6 +77,9 @@ pub struct DeviceInfo {
     /// memory); `None` when no fact says so.
     #[serde(default)]
     pub integrated: Option<IntegratedBy>,
+    /// Temperature, power, fan, clocks, PCIe link (hwmon and sysfs, or NVML).
+    #[serde(default, skip_serializing_if = "super::telemetry::Telemetry::is_empty")]
+    pub telemetry: super::telemetry::Telemetry,
 }
 
 /// Why a device is taken to be an integrated GPU. Its host-class memory is its working memory,
@@ -280,6 +283,7 @@ fn read_device(root: &Root, dev: &str, id: String) -> DeviceInfo {
         gtt_used: read("mem_info_gtt_used").and_then(|v| v.parse().ok()),
         local_totals: local_totals(root, dev),
         integrated: None,
+        telemetry: super::telemetry::read(root, dev),
     }
 }
 

@@ -18,3 +18,4 @@ pub mod proc_maps;
 pub mod proc_pid;
 pub mod sim_job;
 pub mod system_info;
+pub mod telemetry;

@@ -31,6 +31,9 @@ pub struct NvGpu {
     pub pci_device_id: Option<u32>,
     /// (pid, used GPU memory) of every compute or graphics process; `None` when NVML cannot tell.
     pub processes: Vec<(u32, Option<u64>)>,
+    /// Temperature, power, fan, clocks, PCIe link, utilisation, persistence and MIG mode.
+    #[serde(default)]
+    pub telemetry: super::telemetry::Telemetry,
 }
 
 impl NvGpu {
@@ -90,9 +93,39 @@ impl NvmlSource for NvmlLib {
                 memory_used: mem.as_ref().map(|m| m.used),
                 driver_version: driver.clone(),
                 processes,
+                telemetry: telemetry(&dev),
             });
         }
         Ok(out)
+    }
+}
+
+/// What NVML answers of a GPU's state beside memory; a query the part does not support is left
+/// out.
+fn telemetry(dev: &nvml_wrapper::Device) -> super::telemetry::Telemetry {
+    use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+    let link = |gen: Option<u32>| gen.map(|g| format!("Gen {g}"));
+    super::telemetry::Telemetry {
+        temperature_mc: dev
+            .temperature(TemperatureSensor::Gpu)
+            .ok()
+            .map(|c| i64::from(c) * 1000),
+        power_uw: dev.power_usage().ok().map(|mw| u64::from(mw) * 1000),
+        power_cap_uw: dev
+            .enforced_power_limit()
+            .ok()
+            .map(|mw| u64::from(mw) * 1000),
+        fan_percent: dev.fan_speed(0).ok(),
+        clock_mhz: dev.clock_info(Clock::Graphics).ok(),
+        clock_max_mhz: dev.max_clock_info(Clock::Graphics).ok(),
+        link_speed: link(dev.current_pcie_link_gen().ok()),
+        link_width: dev.current_pcie_link_width().ok(),
+        link_max_speed: link(dev.max_pcie_link_gen().ok()),
+        link_max_width: dev.max_pcie_link_width().ok(),
+        utilization_percent: dev.utilization_rates().ok().map(|u| u.gpu),
+        persistence: dev.is_in_persistent_mode().ok(),
+        mig: dev.mig_mode().ok().map(|m| m.current == 1),
+        ..Default::default()
     }
 }
 
@@ -144,6 +177,7 @@ pub fn device_info(g: &NvGpu) -> super::drm_devices::DeviceInfo {
         gtt_used: None,
         local_totals: Default::default(),
         integrated: None,
+        telemetry: g.telemetry.clone(),
     }
 }
 
@@ -161,6 +195,7 @@ mod tests {
             driver_version: None,
             pci_device_id: Some(0x2335_10de),
             processes: Vec::new(),
+            telemetry: Default::default(),
         };
         assert_eq!(g.device_id().as_deref(), Some("0x2335"));
         assert_eq!(device_info(&g).device.as_deref(), Some("0x2335"));

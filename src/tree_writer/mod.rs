@@ -262,11 +262,21 @@ impl TreeWriter {
             };
             self.file(file, format!("{bytes}\n"))?;
         }
+        let (files, card_files) =
+            crate::sources::telemetry::files(&dev.telemetry, dev.driver.as_deref());
+        for (rel, v) in files {
+            self.file(format!("{dir}/{rel}"), v)?;
+        }
         for m in &dev.minors {
             self.symlink(
                 layout::class_device_link(m),
                 layout::device_link_target(&dev.id),
             )?;
+            if m.starts_with("card") {
+                for (rel, v) in &card_files {
+                    self.file(format!("{}/{m}/{rel}", layout::class_dir("drm")), v)?;
+                }
+            }
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ mod common;
 mod corpus;
 mod deploy_dashboard;
 mod device_oom;
+mod device_telemetry;
 mod doctor;
 mod engine_busy;
 mod experiment;

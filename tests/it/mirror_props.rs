@@ -122,6 +122,7 @@ fn cuda_ledger(ranks: &[CudaRank]) -> Ledger {
             driver_version: None,
             pci_device_id: None,
             processes: Vec::new(),
+            telemetry: Default::default(),
         })
         .collect();
     let processes = ranks

@@ -166,6 +166,7 @@ pub fn check_hostile_render(words: &[String]) -> Result<(), String> {
         gtt_used: None,
         local_totals: Default::default(),
         integrated: None,
+        telemetry: Default::default(),
     };
     let processes: Vec<ProcessRow> = (0..words.len().clamp(1, 3))
         .map(|i| process(i, &w))
