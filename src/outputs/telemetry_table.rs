@@ -41,7 +41,7 @@ pub fn section(l: &Ledger, width: usize) -> String {
         ("MODE", Align::Fold),
     ];
     format!(
-        "\nDevice telemetry (- : not given by the driver's hwmon and sysfs files, or by NVML)\n{}",
+        "\nDevice telemetry (-: not given by hwmon, sysfs or NVML)\n{}",
         render_fit("  ", &headers, &rows, width)
     )
 }

@@ -52,6 +52,40 @@ pub(super) fn cuda_runtime(python: &BTreeMap<String, String>) -> Option<String> 
         .map(|(k, v)| format!("{v} (Python package {k})"))
 }
 
+/// The CUDA toolkit: `/usr/local/cuda/version.json` of the machine described, else the
+/// `CUDA_VERSION` a recorded job's environment had (NVIDIA's containers set it), said as such.
+pub(super) fn cuda_toolkit(input: &ReportInput) -> Option<String> {
+    if let Some(v) = &input.system.cuda_toolkit {
+        return Some(format!("{v} (/usr/local/cuda/version.json)"));
+    }
+    input
+        .recordings
+        .iter()
+        .flat_map(|(_, r)| r.processes.iter())
+        .find_map(|p| p.env.get("CUDA_VERSION"))
+        .map(|v| format!("{v} (the job's CUDA_VERSION)"))
+}
+
+/// An NVIDIA mode as NVML gave it per GPU: `on`, `off`, or `on for 1 of 2 GPUs`; "not found"
+/// where NVML gave it for none.
+pub(super) fn nvidia_mode(
+    ledger: &crate::ledger::Ledger,
+    mode: impl Fn(&crate::sources::telemetry::Telemetry) -> Option<bool>,
+) -> String {
+    let said: Vec<bool> = ledger
+        .devices
+        .iter()
+        .filter_map(|d| mode(&d.telemetry))
+        .collect();
+    let on = said.iter().filter(|m| **m).count();
+    match (said.len(), on) {
+        (0, _) => "not found (NVML did not say)".into(),
+        (n, 0) => format!("off ({n} GPU{})", if n == 1 { "" } else { "s" }),
+        (n, k) if k == n => format!("on ({n} GPU{})", if n == 1 { "" } else { "s" }),
+        (n, k) => format!("on for {k} of {n} GPUs"),
+    }
+}
+
 /// The GPU kernel modules loaded, from `/proc/modules` (live or as recorded), else the drivers
 /// the devices are bound to, said as such.
 pub(super) fn modules(input: &ReportInput) -> Option<String> {

@@ -105,6 +105,20 @@ fn environment(input: &ReportInput) -> String {
     let cuda = super::facts::cuda_runtime(&python);
     if nvidia || cuda.is_some() {
         row("CUDA runtime (the job's)", or_nf(cuda.as_deref()));
+        row(
+            "CUDA toolkit",
+            or_nf(super::facts::cuda_toolkit(input).as_deref()),
+        );
+    }
+    if nvidia {
+        row(
+            "NVIDIA persistence mode",
+            super::facts::nvidia_mode(input.ledger, |t| t.persistence),
+        );
+        row(
+            "MIG mode",
+            super::facts::nvidia_mode(input.ledger, |t| t.mig),
+        );
     }
     for (p, v) in &python {
         row(&format!("python: {}", text(p)), text(v));

@@ -64,6 +64,8 @@ pub struct SystemInfo {
     pub nvidia: Option<String>,
     /// `/opt/rocm/.info/version`.
     pub rocm: Option<String>,
+    /// The CUDA toolkit's version (`/usr/local/cuda/version.json`, `cuda.version`).
+    pub cuda_toolkit: Option<String>,
     /// Python packages found beside a recorded Python process (torch, oneccl_bindings_for_pytorch).
     pub python: BTreeMap<String, String>,
     /// `lspci -vvv -k -s SLOT` per PCI slot (live machine, where lspci exists).
@@ -77,6 +79,27 @@ fn text(root: &Root, rel: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Largest `version.json` of a CUDA toolkit read (the real one is a few KiB).
+const CUDA_VERSION_JSON_BYTES: u64 = 1 << 20;
+
+/// `usr/local/cuda/version.json`'s `cuda.version` (what `nvcc` would be built from).
+fn cuda_toolkit(root: &Root) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Part {
+        version: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct VersionJson {
+        cuda: Part,
+    }
+    let bytes = root
+        .read_capped("usr/local/cuda/version.json", CUDA_VERSION_JSON_BYTES)
+        .ok()?;
+    serde_json::from_slice::<VersionJson>(&bytes)
+        .ok()
+        .map(|v| v.cuda.version)
+}
+
 /// Gathers everything findable under `root`; `python_pids` are processes to look beside and
 /// `pci_slots` the GPUs to describe with lspci.
 pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemInfo {
@@ -86,6 +109,7 @@ pub fn gather(root: &Root, python_pids: &[u32], pci_slots: &[String]) -> SystemI
         hostname: text(root, layout::HOSTNAME),
         nvidia: text(root, layout::NVIDIA_VERSION).and_then(|t| t.lines().next().map(String::from)),
         rocm: text(root, "opt/rocm/.info/version"),
+        cuda_toolkit: cuda_toolkit(root),
         ..Default::default()
     };
     s.distro = text(root, layout::OS_RELEASE).and_then(|t| {
@@ -356,6 +380,21 @@ fn read_site(tree: &crate::root::UserTree, out: &mut BTreeMap<String, String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cuda_toolkit_version_from_its_version_json() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("usr/local/cuda");
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        assert_eq!(cuda_toolkit(&root), None);
+        std::fs::write(
+            dir.join("version.json"),
+            r#"{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}, "cuda_cudart": {"version": "13.0.96"}}"#,
+        )
+        .unwrap();
+        assert_eq!(cuda_toolkit(&root).as_deref(), Some("13.0.2"));
+    }
 
     #[test]
     fn torch_and_oneccl_beside_the_interpreter() {

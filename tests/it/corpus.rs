@@ -139,6 +139,10 @@ fn reports_from_the_corpus_name_the_frameworks_and_a_runnable_command() {
         assert!(!md.contains("CUDA_INJECTION64_PATH"), "{name}: {md}");
         assert!(!md.contains("No findings in the snapshot"), "{name}");
         assert!(md.contains("NVIDIA driver | 580.159.04"), "{name}");
+        assert!(
+            md.contains("| CUDA toolkit | 13.0.2 (the job's CUDA\\_VERSION) |"),
+            "{name}: {md}"
+        );
         // The two recordings whose job's Python was read (the others predate reading it once
         // a Python process has a GPU open; see their READMEs).
         if matches!(name, "jax-prealloc" | "cupy-pinned-register") {

@@ -82,6 +82,16 @@ fn nvidia_gpus_show_power_utilisation_and_modes_in_text_and_metrics() {
     }
     // What NVML does not give has no series at all (no fan on these parts).
     assert!(!m.contains("gpuledger_device_fan_rpm{"), "{m}");
+    drop(server);
+    let report = dir.path().join("r.md");
+    let r = report.to_str().unwrap();
+    stdout_of(&["--root", tree.to_str().unwrap(), "report", "-o", r], 0);
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        md.contains("| NVIDIA persistence mode | on (2 GPUs) |"),
+        "{md}"
+    );
+    assert!(md.contains("| MIG mode | off (2 GPUs) |"), "{md}");
 }
 
 #[test]
