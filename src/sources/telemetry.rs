@@ -78,10 +78,15 @@ pub fn read(root: &Root, dev: &str) -> Telemetry {
             .filter(|s| !s.is_empty() && s != "Unknown")
     };
     let number = |rel: String| text(rel).and_then(|s| s.parse::<u64>().ok());
+    // The kernel writes `16.0 GT/s PCIe`: anything longer or not plain ASCII is no link speed
+    // (a hostile tree's escape sequences never reach a terminal).
+    let speed = |rel: String| {
+        text(rel).filter(|s| s.len() <= 32 && s.chars().all(|c| c.is_ascii_graphic() || c == ' '))
+    };
     let mut t = Telemetry {
-        link_speed: text(format!("{dev}/current_link_speed")),
+        link_speed: speed(format!("{dev}/current_link_speed")),
         link_width: number(format!("{dev}/current_link_width")).and_then(lanes),
-        link_max_speed: text(format!("{dev}/max_link_speed")),
+        link_max_speed: speed(format!("{dev}/max_link_speed")),
         link_max_width: number(format!("{dev}/max_link_width")).and_then(lanes),
         ..Telemetry::default()
     };
@@ -245,6 +250,12 @@ mod tests {
         assert_eq!((got.clock_mhz, got.clock_max_mhz), (Some(1300), Some(2050)));
         assert_eq!(got.power_uw, Some(35_000_000));
         assert!(read(&root, "sys/class/drm/card9/device").is_empty());
+        write(
+            t.path(),
+            &format!("{xe}/current_link_speed"),
+            "\u{1b}]0;owned\u{7}16 GT/s",
+        );
+        assert_eq!(read(&root, xe).link_speed, None);
     }
 
     #[test]
